@@ -1,0 +1,83 @@
+"""The plugin API: everything a plugin author imports, and nothing else.
+
+Versioned by :data:`PLUGIN_API_VERSION` (see :mod:`scheduler.api.version` for
+the compatibility rule). A minimal plugin::
+
+    from scheduler.api import FilterResult, Plugin, hookimpl
+
+    class OnlyLinux(Plugin):
+        api_version = "1.0"
+
+        @hookimpl
+        def filter(self, state, pod, nodes):
+            os_ids = nodes.label_values("kubernetes.io/os")
+            linux = nodes.table.labels.value_id("kubernetes.io/os", "linux")
+            return FilterResult.from_mask(os_ids == linux, "node(s) are not linux")
+
+registered in the plugin distribution's ``pyproject.toml``::
+
+    [project.entry-points."scheduler.plugins"]
+    OnlyLinux = "my_package.plugin:OnlyLinux"
+"""
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+)
+from scheduler.api.handle import Handle, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.hookspecs import HOOK_NAMES, SchedulerHookSpecs, hookimpl, hookspec
+from scheduler.api.plugin import NodePlugin, Plugin
+from scheduler.api.results import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    Diagnosis,
+    FilterResult,
+    NodeVerdict,
+    PostFilterResult,
+    PreFilterResult,
+    Rejection,
+)
+from scheduler.api.status import Code, Status
+from scheduler.api.version import PLUGIN_API_VERSION
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.pod import InvalidPodError, PodInfo, QueuedPodInfo
+
+__all__ = [
+    "HOOK_NAMES",
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "PLUGIN_API_VERSION",
+    "ActionType",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "Code",
+    "CycleState",
+    "Diagnosis",
+    "FilterResult",
+    "Handle",
+    "InvalidPodError",
+    "KubeClient",
+    "NodeInfo",
+    "NodePlugin",
+    "NodeSet",
+    "NodeTable",
+    "NodeVerdict",
+    "ObjectStore",
+    "Plugin",
+    "PodInfo",
+    "PostFilterResult",
+    "PreFilterResult",
+    "QueuedPodInfo",
+    "QueueingHint",
+    "Rejection",
+    "Resource",
+    "SchedulerHookSpecs",
+    "Status",
+    "WaitingPod",
+    "hookimpl",
+    "hookspec",
+]

@@ -1,0 +1,87 @@
+"""What a plugin may use of the framework: the handle given to its constructor.
+
+The handle is a Protocol so plugins depend on the interface only; the daemon,
+``simulate``, ``explain`` and the test kit each provide an implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
+
+
+class WaitingPod(Protocol):
+    """A pod held at Permit; any plugin may allow or reject it."""
+
+    @property
+    def pod(self) -> PodInfo: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    def pending_plugins(self) -> list[str]: ...
+
+    def allow(self, plugin: str) -> None:
+        """Lift ``plugin``'s wait; the pod proceeds once no plugin is waiting."""
+
+    def reject(self, plugin: str, message: str) -> None:
+        """Fail the pod's Permit: it is unreserved and goes back to the queue."""
+
+
+class ObjectStore(Protocol):
+    """A read-only, informer-fed view of one resource (e.g. a CRD's objects)."""
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]: ...
+
+
+class KubeClient(Protocol):
+    """Raw-JSON access to the API server for binding-cycle hooks (async)."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: Mapping[str, str] | None = None,
+    ) -> Any: ...
+
+
+class Handle(Protocol):
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def table(self) -> NodeTable:
+        """The cluster state, consistent for the duration of a scheduling cycle."""
+
+    @property
+    def client(self) -> KubeClient: ...
+
+    @property
+    def logger(self) -> structlog.typing.FilteringBoundLogger: ...
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def iterate_waiting_pods(self) -> Iterator[WaitingPod]: ...
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
+
+    def record_event(
+        self, pod: PodInfo, event_type: str, reason: str, message: str, action: str = ""
+    ) -> None:
+        """Emit a Kubernetes Event about ``pod`` (``event_type`` Normal or Warning)."""
+
+    def store(self, group: str, version: str, plural: str) -> ObjectStore:
+        """Objects of a resource the plugin declared in its ``watches`` attribute."""
+
+    def activate_pods(self, pods: list[PodInfo]) -> None:
+        """Move these pods from backoff/unschedulable to the active queue."""

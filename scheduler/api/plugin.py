@@ -1,0 +1,88 @@
+"""Base classes for plugins: optional conveniences, not requirements.
+
+Any class works as a plugin if its constructor takes ``(args, handle)`` and
+it declares ``api_version``. :class:`Plugin` just stores those two;
+:class:`NodePlugin` additionally lets a simple plugin think one node at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.handle import Handle
+from scheduler.api.hookspecs import hookimpl
+from scheduler.api.results import FilterResult
+from scheduler.api.status import Code, Status
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
+
+
+class Plugin:
+    """Convenience base: keeps ``args`` and ``handle``.
+
+    Class attributes a plugin may set:
+
+    - ``api_version`` (required): the plugin API version it was written for.
+    - ``Args``: a pydantic model for its ``pluginConfig`` args.
+    - ``priority``: default order at each extension point (higher first).
+    - ``watches``: ``(group, version, plural)`` resources it reads via
+      ``handle.store(...)``; the daemon runs informers for them.
+    """
+
+    Args: ClassVar[type[BaseModel] | None] = None
+    priority: ClassVar[int] = 0
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+
+class NodePlugin(Plugin):
+    """Adapter for plugins written node by node.
+
+    Define ``filter_node(state, pod, node) -> Status`` and/or
+    ``score_node(state, pod, node) -> int`` (``node`` is a :class:`NodeInfo`);
+    the adapter turns them into the vectorized Filter and Score hooks (only
+    the ones you define are registered). It costs a Python call per node, which is fine for a few
+    hundred nodes; at thousands, write the array hooks directly.
+    """
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+        filter_node = self.filter_node  # type: ignore[attr-defined]
+        result = FilterResult(len(nodes))
+        for i, node in enumerate(nodes):
+            status: Status = filter_node(state, pod, node)
+            if status.code is Code.ERROR:
+                raise RuntimeError(f"filter_node failed on node {node.name}: {status.message()}")
+            if status.is_rejected():
+                mask = np.zeros(len(nodes), dtype=np.bool_)
+                mask[i] = True
+                code = (
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                    if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                    else Code.UNSCHEDULABLE
+                )
+                result.reject(mask, status.message() or "rejected", code)
+        return result
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> npt.NDArray[np.int64]:
+        score_node = self.score_node  # type: ignore[attr-defined]
+        return np.fromiter(
+            (int(score_node(state, pod, node)) for node in nodes),
+            dtype=np.int64,
+            count=len(nodes),
+        )
+
+    @classmethod
+    def overrides(cls, hook: str) -> bool:
+        """Whether a subclass implements the per-node method behind ``hook``."""
+        method = {"filter": "filter_node", "score": "score_node"}.get(hook)
+        return method is None or callable(getattr(cls, method, None))

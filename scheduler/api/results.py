@@ -1,0 +1,208 @@
+"""Array-shaped results of the scheduling-cycle hooks.
+
+Filter hooks answer for all candidate nodes at once with a
+:class:`FilterResult`: a per-node code and a bitmask of reasons. A node may be
+rejected for several reasons at once (kube-scheduler counts both "Insufficient
+cpu" and "Insufficient memory" for such a node), hence bits rather than one id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.status import Code, Status
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_REASONS = 64
+
+BoolArray = npt.NDArray[np.bool_]
+ScoreArray = npt.NDArray[np.int64]
+
+
+class FilterResult:
+    """Verdicts for each candidate node, aligned with the ``NodeSet`` rows.
+
+    ``codes`` holds ``Code.SUCCESS``, ``Code.UNSCHEDULABLE`` or
+    ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` per node; ``reason_bits`` has bit
+    *i* set where ``reasons[i]`` applies to that node.
+    """
+
+    __slots__ = ("codes", "reason_bits", "reasons")
+
+    def __init__(self, size: int) -> None:
+        self.codes = np.zeros(size, dtype=np.int8)
+        self.reason_bits = np.zeros(size, dtype=np.uint64)
+        self.reasons: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def reject(self, mask: BoolArray, reason: str, code: Code = Code.UNSCHEDULABLE) -> FilterResult:
+        """Reject the nodes where ``mask`` is true, for ``reason``; returns self."""
+        if code not in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+            raise ValueError(
+                f"a node can only be rejected as Unschedulable(AndUnresolvable), not {code.title}"
+            )
+        mask = np.asarray(mask, dtype=np.bool_)
+        if mask.shape != self.codes.shape:
+            raise ValueError(f"mask has shape {mask.shape}, expected {self.codes.shape}")
+        if not mask.any():
+            return self
+        try:
+            bit = self.reasons.index(reason)
+        except ValueError:
+            if len(self.reasons) >= MAX_REASONS:
+                raise ValueError(f"more than {MAX_REASONS} distinct reasons in a result") from None
+            bit = len(self.reasons)
+            self.reasons.append(reason)
+        np.maximum(self.codes, np.where(mask, np.int8(code), np.int8(0)), out=self.codes)
+        self.reason_bits[mask] |= np.uint64(1 << bit)
+        return self
+
+    def reject_unresolvable(self, mask: BoolArray, reason: str) -> FilterResult:
+        return self.reject(mask, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def feasible(self) -> BoolArray:
+        feasible: BoolArray = self.codes == 0
+        return feasible
+
+    def reasons_at(self, i: int) -> list[str]:
+        bits = int(self.reason_bits[i])
+        return [r for b, r in enumerate(self.reasons) if bits >> b & 1]
+
+    def reason_counts(self) -> dict[str, int]:
+        """How many nodes each reason applies to (for "0/N nodes are available")."""
+        counts: dict[str, int] = {}
+        for bit, reason in enumerate(self.reasons):
+            n = int(np.count_nonzero(self.reason_bits & np.uint64(1 << bit)))
+            if n:
+                counts[reason] = counts.get(reason, 0) + n
+        return counts
+
+    @classmethod
+    def from_mask(
+        cls, feasible: BoolArray, reason: str, code: Code = Code.UNSCHEDULABLE
+    ) -> FilterResult:
+        """Shortcut for a plugin with a single reason: ``feasible`` true = passes."""
+        feasible = np.asarray(feasible, dtype=np.bool_)
+        return cls(len(feasible)).reject(~feasible, reason, code)
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """A PreFilter's answer: ``node_names`` narrows the candidates (None = all)."""
+
+    node_names: frozenset[str] | None = None
+
+    @classmethod
+    def only(cls, names: Iterable[str]) -> PreFilterResult:
+        return cls(frozenset(names))
+
+    def merge(self, other: PreFilterResult) -> PreFilterResult:
+        if self.node_names is None:
+            return other
+        if other.node_names is None:
+            return self
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class NodeVerdict:
+    """Why one node was rejected: the code, reasons and the plugin that said so."""
+
+    code: Code
+    reasons: list[str]
+    plugin: str
+
+
+@dataclass(slots=True)
+class Rejection:
+    """Nodes one plugin rejected in one attempt, kept as arrays.
+
+    ``rows`` are NodeTable rows; ``codes``/``reason_bits`` align with them and
+    ``reasons`` decodes the bits (as in :class:`FilterResult`).
+    """
+
+    plugin: str
+    rows: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int8]
+    reason_bits: npt.NDArray[np.uint64]
+    reasons: list[str]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """What went wrong in a failed attempt (kube-scheduler's Diagnosis).
+
+    Each node is rejected by the first Filter plugin that rejects it, so the
+    rejections partition the rejected nodes. Per-node verdicts are built only
+    when someone asks (PostFilter, ``explain``): at thousands of nodes the
+    failure message needs only the counts.
+    """
+
+    names: list[str] = field(default_factory=list)  # NodeTable names, indexed by row
+    rejections: list[Rejection] = field(default_factory=list)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_message: str = ""
+    post_filter_message: str = ""
+    total_nodes: int = 0
+
+    def add(self, rejection: Rejection) -> None:
+        if len(rejection.rows):
+            self.rejections.append(rejection)
+
+    @property
+    def node_verdicts(self) -> dict[str, NodeVerdict]:
+        out: dict[str, NodeVerdict] = {}
+        for rej in self.rejections:
+            for row, code, bits in zip(
+                rej.rows.tolist(), rej.codes.tolist(), rej.reason_bits.tolist(), strict=True
+            ):
+                reasons = [r for b, r in enumerate(rej.reasons) if bits >> b & 1]
+                out[self.names[row]] = NodeVerdict(Code(code), reasons, rej.plugin)
+        return out
+
+    def rows_with_code(self, code: Code) -> npt.NDArray[np.int64]:
+        parts = [rej.rows[rej.codes == code] for rej in self.rejections]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def resolvable_rows(self) -> npt.NDArray[np.int64]:
+        """Rows where preemption might help (rejected only as Unschedulable)."""
+        return self.rows_with_code(Code.UNSCHEDULABLE)
+
+    def reason_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for rej in self.rejections:
+            for bit, reason in enumerate(rej.reasons):
+                n = int(np.count_nonzero(rej.reason_bits & np.uint64(1 << bit)))
+                if n:
+                    counts[reason] = counts.get(reason, 0) + n
+        return counts
+
+    def message(self) -> str:
+        """kube-scheduler's FailedScheduling text: "0/N nodes are available: ..."."""
+        text = f"0/{self.total_nodes} nodes are available:"
+        if self.pre_filter_message:
+            text += f" {self.pre_filter_message}."
+        else:
+            parts = sorted(f"{n} {reason}" for reason, n in self.reason_counts().items())
+            if parts:
+                text += f" {', '.join(parts)}."
+        if self.post_filter_message:
+            text += f" {self.post_filter_message}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    """PostFilter's answer: a node nominated for the pod (preemption) and a status."""
+
+    status: Status
+    nominated_node_name: str | None = None

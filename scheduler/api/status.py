@@ -1,0 +1,132 @@
+"""The outcome of a plugin call, with kube-scheduler's seven codes.
+
+The codes keep kube-scheduler's meanings so that a plugin author's intuition
+(and kube-scheduler's documentation) carries over unchanged:
+
+- ``SUCCESS``: the plugin is fine with the pod (on this node).
+- ``ERROR``: something went wrong that is not the pod's fault; the attempt is
+  aborted and the pod is retried with backoff.
+- ``UNSCHEDULABLE``: the pod does not fit now, but preemption (PostFilter) or
+  a cluster change may help.
+- ``UNSCHEDULABLE_AND_UNRESOLVABLE``: the node can never take the pod, and
+  preemption on that node would not help.
+- ``WAIT``: from Permit only: hold the pod until allowed, rejected or timed out.
+- ``SKIP``: the plugin has nothing to do for this pod (PreFilter, PreScore,
+  Bind); the framework then skips its related hooks.
+- ``PENDING``: the pod waits for something outside the scheduler (for example
+  a resource claim); it is requeued on cluster events, not preempted for.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+    @property
+    def title(self) -> str:
+        """kube-scheduler's spelling of the code, used in logs and messages."""
+        return _TITLES[self]
+
+
+_TITLES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+REJECTION_CODES = frozenset({Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING})
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a hook returns when it has something to say beyond per-node arrays.
+
+    ``plugin`` is filled in by the framework with the name of the plugin that
+    produced the status, so messages and metrics can name it.
+    """
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str | None = None
+    error: BaseException | None = field(default=None, compare=False)
+    timeout: float | None = None
+
+    @classmethod
+    def success(cls) -> Status:
+        return _SUCCESS
+
+    @classmethod
+    def error_status(cls, error: BaseException | str) -> Status:
+        if isinstance(error, BaseException):
+            text = str(error) or type(error).__name__
+            return cls(Code.ERROR, (text,), error=error)
+        return cls(Code.ERROR, (error,))
+
+    @classmethod
+    def unschedulable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE, reasons)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str) -> Status:
+        """``UnschedulableAndUnresolvable``: preemption cannot help."""
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+
+    @classmethod
+    def wait(cls, timeout: float, *reasons: str) -> Status:
+        """From Permit: hold the pod for at most ``timeout`` seconds."""
+        return cls(Code.WAIT, reasons, timeout=float(timeout))
+
+    @classmethod
+    def skip(cls) -> Status:
+        return _SKIP
+
+    @classmethod
+    def pending(cls, *reasons: str) -> Status:
+        return cls(Code.PENDING, reasons)
+
+    def is_success(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code is Code.SKIP
+
+    def is_wait(self) -> bool:
+        return self.code is Code.WAIT
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending: the pod, not the system."""
+        return self.code in REJECTION_CODES
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        if self.plugin == plugin:
+            return self
+        return Status(self.code, self.reasons, plugin, self.error, self.timeout)
+
+    def __str__(self) -> str:
+        text = self.code.title
+        if self.reasons:
+            text += f": {self.message()}"
+        if self.plugin:
+            text = f"{self.plugin}: {text}"
+        return text
+
+
+_SUCCESS = Status()
+_SKIP = Status(Code.SKIP)

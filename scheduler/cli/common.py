@@ -1,0 +1,42 @@
+"""Options and loading steps shared by the commands that run the scheduler."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from scheduler.config import load_config
+from scheduler.config.models import SchedulerConfiguration
+from scheduler.observability.logging import configure_logging
+
+DEFAULT_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+}
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="KubeSchedulerConfiguration file (default: the default profile)",
+    )
+
+
+def add_logging_options(parser: argparse.ArgumentParser, default_format: str = "json") -> None:
+    parser.add_argument(
+        "--log-format", choices=["json", "text"], default=default_format, help="log output format"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging (-v, -vv for debug)"
+    )
+
+
+def load_config_option(args: argparse.Namespace) -> SchedulerConfiguration:
+    if getattr(args, "config", None):
+        return load_config(Path(args.config))
+    return load_config(DEFAULT_CONFIG)
+
+
+def setup_logging(args: argparse.Namespace) -> None:
+    configure_logging(args.log_format, args.verbose)

@@ -1,0 +1,87 @@
+"""``pluggable-scheduler emulator``: serve the emulated Kubernetes API for any client."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from scheduler.errors import UserError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "emulator",
+        help="serve an emulated Kubernetes API server (for kubectl, kube-scheduler, tests)",
+        description="Serve the built-in Kubernetes API emulator on loopback over plain HTTP "
+        "and write a kubeconfig for it. Runs until interrupted.",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="FILE",
+        type=Path,
+        help="cluster file to load: a List (kubectl get -o yaml) or multi-document YAML",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default: any free port)"
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--kubeconfig-out",
+        metavar="FILE",
+        type=Path,
+        default=Path("emulator.kubeconfig"),
+        help="where to write the kubeconfig (default: ./emulator.kubeconfig)",
+    )
+    parser.add_argument(
+        "--fake-kubelet",
+        action="store_true",
+        help="bound pods become Running and deleted pods terminate, as if kubelets ran",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from scheduler.emulator import EmulatorServer
+    from scheduler.emulator.clusterfile import load_cluster_file
+
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be between 0 and 65535, got {args.port}")
+    objects = load_cluster_file(args.cluster) if args.cluster else None
+    server = EmulatorServer(objects, host=args.host, port=args.port, fake_kubelet=args.fake_kubelet)
+    return asyncio.run(_serve(server, args.kubeconfig_out))
+
+
+async def _serve(server: Any, kubeconfig_out: Path) -> int:
+    try:
+        await server.start()
+    except OSError as exc:
+        raise UserError(
+            f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}"
+        ) from exc
+    try:
+        try:
+            path = server.write_kubeconfig(kubeconfig_out)
+        except OSError as exc:
+            raise UserError(
+                f"cannot write kubeconfig {kubeconfig_out}: {exc.strerror or exc}"
+            ) from exc
+        print(f"Kubernetes API emulator serving at {server.url}", flush=True)
+        print(f"kubeconfig written to {path.resolve()}", flush=True)
+        print(f"try: kubectl --kubeconfig {path} get nodes,pods -A", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("stopping", file=sys.stderr, flush=True)
+    finally:
+        await server.stop()
+    return 0

@@ -1,0 +1,66 @@
+"""Entry point of the ``pluggable-scheduler`` command.
+
+Each sub-command lives in its own module exposing ``register(subparsers)``,
+which adds its parser and sets ``func`` to a callable taking the parsed
+arguments and returning an exit code. Keeping the wiring here, and only here,
+means ``--help`` and ``--debug`` behave the same for every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from scheduler import __version__
+from scheduler.errors import UserError
+
+# Modules under scheduler.cli that contribute sub-commands, in --help order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "run_cmd",
+    "simulate_cmd",
+    "plugins_cmd",
+    "config_cmd",
+    "emulator_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pluggable-scheduler",
+        description="A Kubernetes scheduler whose scheduling logic comes from plugins "
+        "installed as ordinary Python packages.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks for errors (for bug reports)"
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"scheduler.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args))
+    except UserError as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {err.render()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,562 @@
+"""Pydantic models of the ``KubeSchedulerConfiguration`` file (``kubescheduler.config.k8s.io/v1``).
+
+The file format is kube-scheduler's, so that an existing kube-scheduler config
+that only names plugins we have loads unchanged: same field names (camelCase),
+same defaults (except the scheduler and lease names, which are ours), same
+validation. Everything we add lives under a ``pluggableScheduler`` key, at the
+top level and per profile, so no future kube field can collide with it.
+
+Every model forbids unknown fields (kube-scheduler decodes its config strictly,
+and a typo silently ignored is a misconfigured scheduler) and is strict about
+types (``weight: "5"`` is an error, as it is for kube-scheduler's decoder).
+Models are frozen: a loaded configuration is a value, not shared mutable state.
+
+Checks that involve several fields or objects are in :func:`semantic_problems`
+rather than in model validators, so that every problem is reported at once with
+the exact path of the field at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from scheduler.config.durations import GoDuration, format_go_duration
+from scheduler.config.points import MULTI_POINT, ExtensionPoint
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_SCHEDULER_NAME",
+    "KIND",
+    "ClientConnectionConfiguration",
+    "HookTimeoutOverrides",
+    "HookTimeouts",
+    "LeaderElectionConfiguration",
+    "Plugin",
+    "PluginConfig",
+    "PluginSet",
+    "Plugins",
+    "ProfileExtensions",
+    "SchedulerConfiguration",
+    "SchedulerExtensions",
+    "SchedulerProfile",
+    "semantic_problems",
+]
+
+API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
+KIND: Final = "KubeSchedulerConfiguration"
+DEFAULT_SCHEDULER_NAME = "pluggable-scheduler"
+"""Our default ``schedulerName`` (kube-scheduler's is ``default-scheduler``), so
+that installing us next to kube-scheduler never steals its pods by default."""
+
+INT32_MAX = 2**31 - 1
+
+
+def _shown(seconds: float) -> dict[str, Any]:
+    """JSON-schema extras showing a duration default as written in YAML (``15s``)."""
+    return {"default": format_go_duration(seconds)}
+
+
+_DEFAULT_SERVER_ADDRESS = "0.0.0.0:10259"
+
+
+class _ConfigModel(BaseModel):
+    """Common settings: camelCase aliases, strict types, unknown fields are errors."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=True,
+        extra="forbid",
+        strict=True,
+        frozen=True,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before(cls, data: Any) -> Any:
+        # A JSON/YAML ``null`` means "unset" in kube's API conventions (Go's
+        # omitempty pointers), so it must select the default rather than fail
+        # as "not a valid list/object".
+        if isinstance(data, Mapping):
+            return cls._prepare({k: v for k, v in data.items() if v is not None})
+        return data
+
+    @classmethod
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Hook for models that default one field from another (runs before validation)."""
+        return data
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+class Plugin(_ConfigModel):
+    """A plugin named in a plugin set, with its Score weight when it has one."""
+
+    name: str = Field(
+        min_length=1,
+        description="Name of the plugin (its entry-point name). In `disabled`, `*` means "
+        "every default plugin of that extension point.",
+    )
+    weight: int | None = Field(
+        default=None,
+        ge=0,
+        le=INT32_MAX,
+        description="Weight of the plugin's Score result; only used for Score plugins. "
+        "Unset means 1 (or the weight from the default plugin set). An explicit 0 is "
+        "rejected for a Score plugin: disable the plugin at `score` instead.",
+    )
+
+
+class PluginSet(_ConfigModel):
+    """Plugins enabled and disabled at one extension point (or at ``multiPoint``)."""
+
+    enabled: list[Plugin] = Field(
+        default_factory=list,
+        description="Plugins to enable, run after the default ones in this order "
+        "(a default plugin listed here is re-configured in place instead).",
+    )
+    disabled: list[Plugin] = Field(
+        default_factory=list,
+        description='Default plugins to disable; `[{name: "*"}]` disables all of them.',
+    )
+
+
+class Plugins(_ConfigModel):
+    """The plugin sets of a profile, one per extension point plus ``multiPoint``.
+
+    Precedence follows kube-scheduler: a specific extension point beats
+    ``multiPoint``, which beats the default plugin set.
+    """
+
+    pre_enqueue: PluginSet = Field(
+        default_factory=PluginSet, description="Gate pods before they enter the active queue."
+    )
+    queue_sort: PluginSet = Field(
+        default_factory=PluginSet,
+        description="Order of the scheduling queue; exactly one plugin, the same in every profile.",
+    )
+    pre_filter: PluginSet = Field(
+        default_factory=PluginSet, description="Pre-compute per-pod state, reject early."
+    )
+    filter: PluginSet = Field(
+        default_factory=PluginSet, description="Rule out nodes that cannot run the pod."
+    )
+    post_filter: PluginSet = Field(
+        default_factory=PluginSet,
+        description="Run when no node fits (preemption).",
+    )
+    pre_score: PluginSet = Field(
+        default_factory=PluginSet, description="Pre-compute state shared by Score."
+    )
+    score: PluginSet = Field(
+        default_factory=PluginSet, description="Rank feasible nodes; weights apply here."
+    )
+    reserve: PluginSet = Field(
+        default_factory=PluginSet,
+        description="Reserve (and on failure unreserve) resources on the chosen node.",
+    )
+    permit: PluginSet = Field(
+        default_factory=PluginSet, description="Approve, deny or delay the binding."
+    )
+    pre_bind: PluginSet = Field(
+        default_factory=PluginSet, description="Work needed before binding (e.g. volumes)."
+    )
+    bind: PluginSet = Field(
+        default_factory=PluginSet,
+        description="Bind the pod; the first plugin that does not skip wins. At least one.",
+    )
+    post_bind: PluginSet = Field(
+        default_factory=PluginSet, description="Informational hooks after a successful bind."
+    )
+    multi_point: PluginSet = Field(
+        default_factory=PluginSet,
+        description="Enable plugins at every extension point they implement; the default "
+        "plugin set is expressed here. Disabling `*` here drops all default plugins.",
+    )
+
+    def point(self, point: ExtensionPoint | str) -> PluginSet:
+        """The plugin set of ``point`` (an :class:`ExtensionPoint` or ``multiPoint``)."""
+        if point == MULTI_POINT:
+            return self.multi_point
+        result: PluginSet = getattr(self, ExtensionPoint(point).field_name)
+        return result
+
+
+class PluginConfig(_ConfigModel):
+    """Arguments for one plugin, validated against the plugin's own args model."""
+
+    name: str = Field(min_length=1, description="Name of the plugin the args are for.")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The plugin's arguments. kube-scheduler's `apiVersion` and `kind` "
+        "(`<Plugin>Args`) keys are accepted and ignored; the rest is validated by the plugin.",
+    )
+
+
+# --------------------------------------------------------------------------- our additions
+
+
+class HookTimeouts(_ConfigModel):
+    """Time limits of the binding-cycle hooks, which may be ``async`` and so can hang.
+
+    Scheduling-cycle hooks are synchronous and run on the scheduling thread, so
+    they cannot be interrupted and have no timeout here.
+    """
+
+    permit_max_wait: GoDuration = Field(
+        default=900.0,
+        json_schema_extra=_shown(900.0),
+        gt=0,
+        description="Longest a Permit plugin may make a pod wait; longer requests are "
+        "capped to this (kube-scheduler caps Permit waits at 15m too).",
+    )
+    pre_bind: GoDuration = Field(
+        default=30.0,
+        json_schema_extra=_shown(30.0),
+        gt=0,
+        description="Time limit of each PreBind hook call.",
+    )
+    bind: GoDuration = Field(
+        default=30.0,
+        json_schema_extra=_shown(30.0),
+        gt=0,
+        description="Time limit of each Bind hook call.",
+    )
+    post_bind: GoDuration = Field(
+        default=30.0,
+        json_schema_extra=_shown(30.0),
+        gt=0,
+        description="Time limit of each PostBind hook call.",
+    )
+
+
+class HookTimeoutOverrides(_ConfigModel):
+    """Per-profile overrides of :class:`HookTimeouts`; unset fields use the global value."""
+
+    permit_max_wait: GoDuration | None = Field(
+        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.permitMaxWait`."
+    )
+    pre_bind: GoDuration | None = Field(
+        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.preBind`."
+    )
+    bind: GoDuration | None = Field(
+        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.bind`."
+    )
+    post_bind: GoDuration | None = Field(
+        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.postBind`."
+    )
+
+    def apply_to(self, base: HookTimeouts) -> HookTimeouts:
+        """``base`` with the fields set here replaced."""
+        changes = {k: v for k, v in self.model_dump().items() if v is not None}
+        return base.model_copy(update=changes)
+
+
+class SchedulerExtensions(_ConfigModel):
+    """Top-level settings of pluggable-scheduler that kube-scheduler does not have."""
+
+    server_address: str = Field(
+        default=_DEFAULT_SERVER_ADDRESS,
+        description="`host:port` serving /healthz, /livez, /readyz and /metrics "
+        "(kube-scheduler's secure port is 10259). An empty host listens on all interfaces.",
+    )
+    binding_concurrency: int = Field(
+        default=64,
+        gt=0,
+        le=INT32_MAX,
+        description="Most binding cycles (Permit wait, PreBind, Bind, PostBind) in flight "
+        "at once; further pods wait for a slot after their scheduling cycle.",
+    )
+    timeouts: HookTimeouts = Field(
+        default_factory=HookTimeouts, description="Time limits of the binding-cycle hooks."
+    )
+
+    @field_validator("server_address")
+    @classmethod
+    def _check_address(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or " " in host:
+            raise PydanticCustomError(
+                "host_port", 'must be "host:port", e.g. "{example}"', {"example": "0.0.0.0:10259"}
+            )
+        return value
+
+
+class ProfileExtensions(_ConfigModel):
+    """Per-profile settings of pluggable-scheduler that kube-scheduler does not have."""
+
+    plugin_priorities: dict[str, int] = Field(
+        default_factory=dict,
+        description="Plugin name to priority. At every extension point plugins run in "
+        "descending priority; ties keep the configured order. A plugin not listed uses "
+        "the default priority it declares.",
+    )
+    timeouts: HookTimeoutOverrides = Field(
+        default_factory=HookTimeoutOverrides,
+        description="Binding-cycle hook time limits for this profile only.",
+    )
+
+
+# --------------------------------------------------------------------------- kube sections
+
+
+class LeaderElectionConfiguration(_ConfigModel):
+    """Lease-based leader election, as kube-scheduler's ``leaderElection`` section."""
+
+    leader_elect: bool = Field(
+        default=True,
+        description="Run leader election so that only one replica schedules at a time.",
+    )
+    lease_duration: GoDuration = Field(
+        default=15.0,
+        json_schema_extra=_shown(15.0),
+        description="How long non-leaders wait after the last renewal before taking over.",
+    )
+    renew_deadline: GoDuration = Field(
+        default=10.0,
+        json_schema_extra=_shown(10.0),
+        description="How long the leader keeps retrying to renew before giving up "
+        "leadership (and exiting); must not exceed leaseDuration.",
+    )
+    retry_period: GoDuration = Field(
+        default=2.0,
+        json_schema_extra=_shown(2.0),
+        description="Wait between attempts to acquire or renew the lease.",
+    )
+    resource_lock: str = Field(
+        default="leases", description='Lock object type; only "leases" is supported.'
+    )
+    resource_name: str = Field(
+        default=DEFAULT_SCHEDULER_NAME, description="Name of the Lease object."
+    )
+    resource_namespace: str = Field(
+        default="kube-system", description="Namespace of the Lease object."
+    )
+
+
+class ClientConnectionConfiguration(_ConfigModel):
+    """How to reach the API server, as kube-scheduler's ``clientConnection`` section."""
+
+    kubeconfig: str = Field(
+        default="",
+        description="Path to a kubeconfig; empty means in-cluster config (or --kubeconfig).",
+    )
+    accept_content_types: str = Field(
+        default="", description="Accept header sent to the API server; empty for the default."
+    )
+    content_type: str = Field(
+        default="application/json",
+        description="Content type of requests. kube-scheduler defaults to protobuf; the "
+        "Python client speaks JSON, so that is the default here.",
+    )
+    qps: float = Field(
+        default=50.0,
+        description="Client-side rate limit, requests per second (0 selects the default, 50).",
+    )
+    burst: int = Field(
+        default=100,
+        ge=0,
+        le=INT32_MAX,
+        description="Extra requests allowed in a burst above qps (0 selects the default, 100).",
+    )
+
+    @field_validator("qps")
+    @classmethod
+    def _default_qps(cls, value: float) -> float:
+        # kube-scheduler treats 0 as "use the scheduler's own default".
+        return 50.0 if value == 0 else value
+
+    @field_validator("burst")
+    @classmethod
+    def _default_burst(cls, value: int) -> int:
+        return 100 if value == 0 else value
+
+
+class SchedulerProfile(_ConfigModel):
+    """A scheduling profile: the plugins that schedule pods asking for ``schedulerName``."""
+
+    scheduler_name: str = Field(
+        min_length=1,
+        description="Pods whose spec.schedulerName equals this are scheduled by this profile. "
+        f"Defaults to `{DEFAULT_SCHEDULER_NAME}` when there is a single profile; required "
+        "otherwise.",
+    )
+    percentage_of_nodes_to_score: int | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="Overrides the top-level percentageOfNodesToScore for this profile.",
+    )
+    plugins: Plugins = Field(
+        default_factory=Plugins,
+        description="Plugins enabled and disabled, on top of the default plugin set.",
+    )
+    plugin_config: list[PluginConfig] = Field(
+        default_factory=list,
+        description="Arguments per plugin; a plugin without an entry gets its default args.",
+    )
+    pluggable_scheduler: ProfileExtensions = Field(
+        default_factory=ProfileExtensions,
+        description="pluggable-scheduler settings for this profile (not in kube-scheduler).",
+    )
+
+
+class SchedulerConfiguration(_ConfigModel):
+    """The whole config file: kube-scheduler's ``KubeSchedulerConfiguration`` plus our block."""
+
+    api_version: Literal["kubescheduler.config.k8s.io/v1"] = Field(
+        default=API_VERSION,
+        description="Must be kubescheduler.config.k8s.io/v1 (older versions: migrate first).",
+    )
+    kind: Literal["KubeSchedulerConfiguration"] = Field(
+        default=KIND, description="Must be KubeSchedulerConfiguration."
+    )
+    parallelism: int = Field(
+        default=16,
+        gt=0,
+        le=INT32_MAX,
+        description="Accepted for compatibility; filtering and scoring are vectorised "
+        "over all nodes at once instead of fanned out to workers.",
+    )
+    leader_election: LeaderElectionConfiguration = Field(
+        default_factory=LeaderElectionConfiguration, description="Leader election."
+    )
+    client_connection: ClientConnectionConfiguration = Field(
+        default_factory=ClientConnectionConfiguration, description="API server connection."
+    )
+    percentage_of_nodes_to_score: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="Stop looking for feasible nodes once this percentage of all nodes "
+        "was found feasible; 0 means adaptive (50% down to 5% as the cluster grows).",
+    )
+    pod_initial_backoff_seconds: int = Field(
+        default=1, gt=0, description="Initial backoff of a pod that failed to schedule."
+    )
+    pod_max_backoff_seconds: int = Field(
+        default=10,
+        gt=0,
+        description="Longest backoff of a pod that keeps failing; at least the initial one.",
+    )
+    profiles: list[SchedulerProfile] = Field(
+        default_factory=list,
+        description=f"Scheduling profiles; defaults to one profile named "
+        f"`{DEFAULT_SCHEDULER_NAME}` with the default plugins.",
+    )
+    extenders: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Not supported: HTTP extenders are replaced by in-process plugins.",
+    )
+    enable_profiling: bool = Field(
+        default=True, description="Accepted for compatibility (Go pprof endpoints)."
+    )
+    enable_contention_profiling: bool = Field(
+        default=True,
+        description="Accepted for compatibility; defaults to enableProfiling.",
+    )
+    delay_cache_until_active: bool = Field(
+        default=False,
+        description="With leader election, wait to list and watch the cluster until elected "
+        "(slower failover, less memory on standby replicas).",
+    )
+    pluggable_scheduler: SchedulerExtensions = Field(
+        default_factory=SchedulerExtensions,
+        description="pluggable-scheduler settings that kube-scheduler does not have.",
+    )
+
+    @classmethod
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        # kube-scheduler's defaulting: no profiles means one default profile, and
+        # a single profile without a name gets the default name. Done on the raw
+        # input so that schedulerName can stay required for multi-profile configs.
+        data = dict(data)
+        profiles_key = "profiles"
+        profiles = data.get(profiles_key)
+        if profiles is None or (isinstance(profiles, list) and not profiles):
+            data[profiles_key] = [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
+        elif isinstance(profiles, list) and len(profiles) == 1:
+            only = profiles[0]
+            if (
+                isinstance(only, Mapping)
+                and only.get("schedulerName", only.get("scheduler_name")) is None
+            ):
+                named = {k: v for k, v in only.items() if k != "scheduler_name"}
+                named["schedulerName"] = DEFAULT_SCHEDULER_NAME
+                data[profiles_key] = [named]
+        contention = data.get("enableContentionProfiling", data.get("enable_contention_profiling"))
+        profiling = data.get("enableProfiling", data.get("enable_profiling", True))
+        if contention is None and isinstance(profiling, bool):
+            data["enableContentionProfiling"] = profiling
+        return data
+
+    @field_validator("extenders")
+    @classmethod
+    def _no_extenders(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if value:
+            raise PydanticCustomError(
+                "extenders_unsupported",
+                "scheduler extenders are not supported: pluggable-scheduler runs plugins "
+                "in-process; port the extender to a plugin (`pluggable-scheduler new-plugin "
+                "NAME` scaffolds one) and remove `extenders`",
+            )
+        return value
+
+    def profile(self, scheduler_name: str) -> SchedulerProfile | None:
+        """The profile with ``scheduler_name``, if any."""
+        return next((p for p in self.profiles if p.scheduler_name == scheduler_name), None)
+
+
+def semantic_problems(config: SchedulerConfiguration) -> list[str]:
+    """Cross-field problems of a parsed config, one ``path: message`` line each.
+
+    These are kube-scheduler's validation rules that no single field can check
+    (leader-election timing, backoff order, unique profile names). They do not
+    need the plugin catalog; plugin rules are in :mod:`scheduler.config.resolve`.
+    """
+    problems: list[str] = []
+    le = config.leader_election
+    if le.leader_elect:
+        for name, value in (
+            ("leaseDuration", le.lease_duration),
+            ("renewDeadline", le.renew_deadline),
+            ("retryPeriod", le.retry_period),
+        ):
+            if value <= 0:
+                problems.append(f"leaderElection.{name}: must be greater than zero")
+        if le.lease_duration < le.renew_deadline:
+            problems.append(
+                f"leaderElection.leaseDuration: must be greater than renewDeadline "
+                f"({format_go_duration(le.lease_duration)} < "
+                f"{format_go_duration(le.renew_deadline)})"
+            )
+        if le.resource_lock != "leases":
+            problems.append(
+                f'leaderElection.resourceLock: must be "leases", got {le.resource_lock!r}'
+            )
+        if not le.resource_name:
+            problems.append("leaderElection.resourceName: required when leaderElect is true")
+        if not le.resource_namespace:
+            problems.append("leaderElection.resourceNamespace: required when leaderElect is true")
+    if config.pod_max_backoff_seconds < config.pod_initial_backoff_seconds:
+        problems.append(
+            f"podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds "
+            f"({config.pod_max_backoff_seconds} < {config.pod_initial_backoff_seconds})"
+        )
+    first_index: dict[str, int] = {}
+    for i, profile in enumerate(config.profiles):
+        name = profile.scheduler_name
+        if name in first_index:
+            problems.append(
+                f"profiles[{i}].schedulerName: duplicate {name!r}, "
+                f"already used by profiles[{first_index[name]}]"
+            )
+        else:
+            first_index[name] = i
+    return problems

@@ -1,0 +1,1 @@
+"""The engine: scheduling queue, cache of cluster state, and the scheduling/binding cycles."""

@@ -1,0 +1,402 @@
+"""The long-running scheduler: informers, cache, queue, cycles, leader election, health.
+
+Wiring only: each part lives in its own module. Informers run from start-up,
+also on a standby replica, so a newly elected leader has warm caches; the
+scheduling loop runs only while leading. Losing the lease ends the process
+with a non-zero exit, as kube-scheduler does, so that the Deployment restarts
+it clean rather than risk two leaders acting on stale state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from scheduler.api.events import ClusterEvent, Resource
+from scheduler.api.handle import ObjectStore
+from scheduler.config.models import SchedulerConfiguration
+from scheduler.engine.cache import SchedulerCache
+from scheduler.engine.events import (
+    NODE_ADD,
+    NODE_DELETE,
+    POD_ADD,
+    POD_DELETE,
+    assigned_pod_update_event,
+    node_update_event,
+)
+from scheduler.engine.queue import LEFTOVER_FLUSH_INTERVAL, SchedulingQueue
+from scheduler.engine.scheduler import Scheduler, pod_scheduled_condition
+from scheduler.framework.handle import FrameworkHandle
+from scheduler.framework.loader import PluginCatalog
+from scheduler.framework.profile import Profile, build_profiles
+from scheduler.framework.waiting import WaitingPods
+from scheduler.kube.client import KubeClient
+from scheduler.kube.events import EventRecorder
+from scheduler.kube.informer import Informer
+from scheduler.kube.leaderelection import LeaderElector
+from scheduler.observability.metrics import SchedulerMetrics
+from scheduler.observability.server import HealthServer
+from scheduler.state.pod import InvalidPodError, PodInfo
+
+log = structlog.get_logger("scheduler.daemon")
+
+EXIT_OK = 0
+EXIT_LOST_LEASE = 1
+
+# kube-scheduler's pod informer: terminal pods hold no resources.
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class KubeIO:
+    """The engine's ClusterIO over our kube adapter; remembers each pod's last failure."""
+
+    def __init__(self, client: KubeClient, recorder: EventRecorder) -> None:
+        self.client = client
+        self.recorder = recorder
+        self.last_failure: dict[str, str] = {}
+
+    def record_event(
+        self, pod: PodInfo, event_type: str, reason: str, note: str, action: str
+    ) -> None:
+        if reason == "FailedScheduling":
+            self.last_failure[pod.key] = note
+        elif reason == "Scheduled":
+            self.last_failure.pop(pod.key, None)
+        self.recorder.record(pod, event_type, reason, note, action)
+
+    async def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        await self.client.patch_pod_status(namespace, name, patch)
+
+
+class InformerStore:
+    """A plugin's read-only view of an informer's objects (``handle.store``)."""
+
+    def __init__(self, informer: Informer) -> None:
+        self._informer = informer
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        key = f"{namespace}/{name}" if namespace else name
+        return self._informer.store.get(key)
+
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        objs = list(self._informer.store.values())
+        if namespace is None:
+            return objs
+        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
+
+
+def resource_path(group: str, version: str, plural: str) -> str:
+    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
+
+
+class Daemon:
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        catalog: PluginCatalog,
+        client: KubeClient,
+        *,
+        identity: str | None = None,
+        serve_health: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
+        self.metrics = SchedulerMetrics()
+        self.cache = SchedulerCache()
+        self.waiting_pods = WaitingPods()
+        self.recorder = EventRecorder(client)
+        self.io = KubeIO(client, self.recorder)
+        self._stores: dict[tuple[str, str, str], Informer] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stop = asyncio.Event()
+        self.exit_code = EXIT_OK
+        self.leading = asyncio.Event()
+        self._scheduler_task: asyncio.Task[None] | None = None
+
+        self.profiles = build_profiles(
+            config, catalog, self._make_handle, recorder_for=self.metrics.recorder
+        )
+        first = next(iter(self.profiles.values()))
+        events: dict[str, list[Any]] = {}
+        for profile in self.profiles.values():
+            for plugin, evs in profile.framework.events_to_register().items():
+                events.setdefault(plugin, []).extend(evs)
+        self.queue = SchedulingQueue(
+            first.framework.queue_sort_key,
+            self._pre_enqueue,
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+            events=events,
+        )
+        extensions = config.pluggable_scheduler
+        self.scheduler = Scheduler(
+            self.profiles,
+            self.cache,
+            self.queue,
+            self.io,
+            waiting_pods=self.waiting_pods,
+            metrics=self.metrics,
+            binding_concurrency=extensions.binding_concurrency,
+            seed=seed,
+        )
+        self.queue.on_change = self._update_pending_metrics
+        self.node_informer = Informer(
+            client,
+            "/api/v1/nodes",
+            on_add=self._node_added,
+            on_update=self._node_updated,
+            on_delete=self._node_deleted,
+        )
+        self.pod_informer = Informer(
+            client,
+            "/api/v1/pods",
+            query={"fieldSelector": POD_FIELD_SELECTOR},
+            on_add=self._pod_added,
+            on_update=self._pod_updated,
+            on_delete=self._pod_deleted,
+        )
+        self.health: HealthServer | None = None
+        if serve_health:
+            self.health = HealthServer(
+                extensions.server_address,
+                self.metrics,
+                checks={"informer-sync": self._synced_check},
+            )
+
+    # -- plugin handle --------------------------------------------------------------
+
+    def _make_handle(self, profile_name: str) -> FrameworkHandle:
+        return FrameworkHandle(
+            profile_name,
+            self.cache.table,
+            waiting_pods=self.waiting_pods,
+            client=self.client,
+            event_sink=lambda pod, t, r, m, a: self.recorder.record(pod, t, r, m, a or "Scheduling"),
+            store_provider=self._store,
+            activator=lambda pods: self.queue.activate(p.key for p in pods),
+        )
+
+    def _store(self, group: str, version: str, plural: str) -> ObjectStore:
+        key = (group, version, plural)
+        informer = self._stores.get(key)
+        if informer is None:
+            informer = Informer(
+                self.client,
+                resource_path(group, version, plural),
+                on_add=lambda obj: self._custom_event(plural, obj),
+                on_update=lambda old, new: self._custom_event(plural, new),
+                on_delete=lambda obj: self._custom_event(plural, obj),
+            )
+            self._stores[key] = informer
+        return InformerStore(informer)
+
+    def _custom_event(self, plural: str, obj: dict[str, Any]) -> None:
+        from scheduler.api.events import ActionType
+
+        kind = str(obj.get("kind") or plural)
+        self.queue.move_on_event(ClusterEvent(kind, ActionType.ALL), None, obj)
+
+    def _pre_enqueue(self, pod: PodInfo) -> Any:
+        profile = self.profiles[pod.scheduler_name]
+        return profile.framework.run_pre_enqueue(pod)
+
+    # -- informer handlers ------------------------------------------------------------
+
+    def _node_added(self, node: dict[str, Any]) -> None:
+        try:
+            self.cache.upsert_node(node)
+        except ValueError as err:
+            log.warning("ignoring invalid node", error=str(err))
+            return
+        self.queue.move_on_event(NODE_ADD, None, node)
+
+    def _node_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        try:
+            self.cache.upsert_node(new)
+        except ValueError as err:
+            log.warning("ignoring invalid node update", error=str(err))
+            return
+        event = node_update_event(old, new)
+        if event is not None:
+            self.queue.move_on_event(event, old, new)
+
+    def _node_deleted(self, node: dict[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name") or "")
+        for pod in self.cache.remove_node(name):
+            # Assumed there, not bound yet: stop the binding if it waits.
+            entry = self.waiting_pods.get(pod.uid or pod.key)
+            if entry is not None:
+                entry.reject("", f"node {name} was deleted")
+        self.queue.move_on_event(NODE_DELETE, node, None)
+
+    def _parse(self, raw: dict[str, Any]) -> PodInfo | None:
+        try:
+            return PodInfo.from_dict(raw)
+        except InvalidPodError as err:
+            meta = raw.get("metadata") or {}
+            spec = raw.get("spec") or {}
+            ours = isinstance(spec, dict) and spec.get("schedulerName") in self.profiles
+            if ours and not spec.get("nodeName"):
+                pod_ref = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+                message = f"invalid pod spec: {err}"
+                self.recorder.record(pod_ref, "Warning", "FailedScheduling", message, "Scheduling")
+                key = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
+                self.io.last_failure[key] = message
+                self.scheduler._spawn(
+                    self.io.patch_pod_status(
+                        str(meta.get("namespace") or "default"),
+                        str(meta.get("name") or ""),
+                        pod_scheduled_condition("Unschedulable", message),
+                    )
+                )
+            log.warning("invalid pod", error=str(err))
+            return None
+
+    def _pod_added(self, raw: dict[str, Any]) -> None:
+        pod = self._parse(raw)
+        if pod is None:
+            return
+        if pod.node_name:
+            self.queue.delete(pod.key)
+            self.cache.add_pod(pod)
+            self.queue.move_on_event(POD_ADD, None, raw)
+        elif pod.scheduler_name in self.profiles and not pod.deleting:
+            self.queue.add(pod)
+
+    def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        pod = self._parse(new)
+        if pod is None:
+            key = f"{(new.get('metadata') or {}).get('namespace')}/{(new.get('metadata') or {}).get('name')}"
+            self.queue.delete(key)
+            return
+        if pod.node_name:
+            was_assigned = bool((old.get("spec") or {}).get("nodeName"))
+            self.queue.delete(pod.key)
+            self.cache.add_pod(pod)
+            event = assigned_pod_update_event(old, new) if was_assigned else POD_ADD
+            if event is not None:
+                self.queue.move_on_event(event, old, new)
+        elif pod.scheduler_name in self.profiles:
+            if pod.deleting:
+                self.queue.delete(pod.key)
+            else:
+                self.queue.update(pod)
+
+    def _pod_deleted(self, raw: dict[str, Any]) -> None:
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        self.queue.delete(key)
+        entry = self.waiting_pods.get(str(meta.get("uid") or key))
+        if entry is not None:
+            entry.reject("", "pod was deleted")
+        if self.cache.table.has_pod(key) and not self.cache.is_assumed(key):
+            self.cache.remove_pod(key)
+            self.queue.move_on_event(POD_DELETE, raw, None)
+
+    # -- health and metrics -----------------------------------------------------------
+
+    def synced(self) -> bool:
+        informers = [self.node_informer, self.pod_informer, *self._stores.values()]
+        return all(i.has_synced.is_set() for i in informers)
+
+    def _synced_check(self) -> bool | str:
+        return True if self.synced() else "informers have not synced yet"
+
+    def _update_pending_metrics(self) -> None:
+        counts = self.queue.counts()
+        for name in ("active", "backoff", "unschedulable", "gated"):
+            self.metrics.set_pending(name, counts[name])  # type: ignore[arg-type]
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _start(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.append(task)
+        return task
+
+    async def start_informers(self) -> None:
+        for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:
+            self._start(informer.run(), f"informer {informer.path}")
+        waits = [self.node_informer.has_synced.wait(), self.pod_informer.has_synced.wait()]
+        waits += [i.has_synced.wait() for i in self._stores.values()]
+        await asyncio.gather(*waits)
+
+    async def _lead(self) -> None:
+        """Runs while we hold the lease (or always, without leader election)."""
+        self.metrics.set_leader(True)
+        self.leading.set()
+        log.info("started leading", identity=self.identity)
+        await self.scheduler.run()
+
+    def _lost_lease(self) -> None:
+        self.metrics.set_leader(False)
+        if not self._stop.is_set():
+            log.error("leader election lost", identity=self.identity)
+            self.exit_code = EXIT_LOST_LEASE
+            self._stop.set()
+
+    async def _flush_leftovers(self) -> None:
+        while True:
+            await asyncio.sleep(LEFTOVER_FLUSH_INTERVAL)
+            self.queue.flush_unschedulable_leftover()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, install_signal_handlers: bool = True) -> int:
+        loop = asyncio.get_running_loop()
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, self.request_stop)
+        if self.health is not None:
+            await self.health.start()
+        self.recorder.start()
+        elector: LeaderElector | None = None
+        try:
+            await self.start_informers()
+            log.info("caches synced", nodes=len(self.cache.table), pending=len(self.queue))
+            self._start(self._flush_leftovers(), "leftover flush")
+            le = self.config.leader_election
+            if le.leader_elect:
+                elector = LeaderElector(
+                    self.client,
+                    namespace=le.resource_namespace,
+                    name=le.resource_name,
+                    identity=self.identity,
+                    lease_duration=le.lease_duration,
+                    renew_deadline=le.renew_deadline,
+                    retry_period=le.retry_period,
+                )
+                self._start(elector.run(self._lead, self._lost_lease), "leader election")
+            else:
+                self._scheduler_task = self._start(self._lead(), "scheduling loop")
+            await self._stop.wait()
+        finally:
+            await self._shutdown(elector)
+        return self.exit_code
+
+    async def _shutdown(self, elector: LeaderElector | None) -> None:
+        log.info("shutting down", identity=self.identity)
+        await self.scheduler.drain()
+        if elector is not None and self.exit_code == EXIT_OK:
+            with contextlib.suppress(Exception):
+                await elector.release()
+        for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:
+            informer.stop()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.recorder.close()
+        if self.health is not None:
+            await self.health.stop()
+        self.metrics.set_leader(False)

@@ -1,0 +1,318 @@
+"""The scheduling loop: one pod at a time through the scheduling cycle, then an
+async binding cycle per pod (kube-scheduler's ``scheduleOne``).
+
+The scheduling cycle is synchronous and vectorized; it never awaits, so the
+NodeTable cannot change under it. The binding cycle runs as a task per pod
+(bounded by ``binding_concurrency``) so slow API calls or Permit waits never
+hold up the next decision. Every failure path rolls back what the cycle did
+(Unreserve, forget the assumed pod) and hands the pod back to the queue:
+nothing is lost and nothing is bound twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.status import Code, Status
+from scheduler.engine.cache import SchedulerCache
+from scheduler.engine.io import ClusterIO
+from scheduler.engine.queue import SchedulingQueue
+from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.profile import Profile
+from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
+from scheduler.observability.metrics import SchedulerMetrics
+from scheduler.state.pod import PodInfo, QueuedPodInfo
+
+log = structlog.get_logger("scheduler.engine")
+
+
+def _now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_scheduled_condition(reason: str, message: str) -> dict[str, Any]:
+    """The status patch kube-scheduler writes for a pod it could not place."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": _now_rfc3339(),
+                }
+            ]
+        }
+    }
+
+
+class Scheduler:
+    def __init__(
+        self,
+        profiles: Mapping[str, Profile],
+        cache: SchedulerCache,
+        queue: SchedulingQueue,
+        io: ClusterIO,
+        *,
+        waiting_pods: WaitingPods,
+        metrics: SchedulerMetrics | None = None,
+        binding_concurrency: int = 64,
+        seed: int | None = None,
+    ) -> None:
+        self.profiles = dict(profiles)
+        self.algorithms = {name: Algorithm(p.framework, seed=seed) for name, p in profiles.items()}
+        self.cache = cache
+        self.queue = queue
+        self.io = io
+        self.waiting_pods = waiting_pods
+        self.metrics = metrics
+        self._binding_slots = asyncio.Semaphore(binding_concurrency)
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self.scheduled = 0
+        self.attempts = 0
+
+    # -- loop ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Take pods from the queue until it is closed."""
+        while not self._stopping:
+            info = await self.queue.pop()
+            if info is None:
+                break
+            try:
+                self.schedule_one(info)
+            except Exception:  # a bug must cost one attempt, not the daemon
+                log.exception("scheduling cycle crashed", pod=info.pod.key)
+                self.queue.requeue_error(info)
+            # Let informers and binding tasks run between decisions.
+            await asyncio.sleep(0)
+
+    @property
+    def busy(self) -> bool:
+        """Bindings or background writes still in flight."""
+        return bool(self._binding_tasks) or bool(self._background)
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Stop taking pods; let in-flight binding cycles finish (or roll back)."""
+        self._stopping = True
+        self.queue.close()
+        for entry in list(self.waiting_pods):
+            entry.reject("", "scheduler is shutting down")
+        tasks = list(self._binding_tasks)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=5)
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- scheduling cycle -----------------------------------------------------------
+
+    def schedule_one(self, info: QueuedPodInfo) -> None:
+        pod = info.pod
+        profile = self.profiles.get(pod.scheduler_name)
+        if profile is None or pod.deleting or pod.node_name or self.cache.table.has_pod(pod.key):
+            # Not ours, being deleted, or already placed: nothing to decide.
+            self.queue.delete(pod.key)
+            return
+        self.attempts += 1
+        start = time.perf_counter()
+        framework = profile.framework
+        state = framework.new_cycle_state()
+        result = self.algorithms[pod.scheduler_name].schedule(
+            state, pod, self.cache.table, profile.resolved.percentage_of_nodes_to_score
+        )
+        if self.metrics is not None:
+            self.metrics.observe_algorithm(time.perf_counter() - start)
+        node = result.node
+        if node is None:
+            self._handle_failure(profile, state, info, result.status, result, start)
+            return
+        self.cache.assume(pod, node)
+        status = framework.run_reserve(state, pod, node)
+        if not status.is_success():
+            self.cache.forget(pod.key)
+            self._handle_failure(profile, state, info, status, None, start)
+            return
+        status, waits = framework.run_permit(state, pod, node)
+        if not status.is_success() and not status.is_wait():
+            framework.run_unreserve(state, pod, node)
+            self.cache.forget(pod.key)
+            self._handle_failure(profile, state, info, status, None, start)
+            return
+        if waits:
+            entry = WaitingPodEntry(pod, node, waits)
+            self.waiting_pods.add(entry)
+        task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
+
+    def _handle_failure(
+        self,
+        profile: Profile,
+        state: CycleState,
+        info: QueuedPodInfo,
+        status: Status,
+        result: ScheduleResult | None,
+        start: float,
+    ) -> None:
+        """Record why, try PostFilter (preemption), and hand the pod back to the queue."""
+        pod = info.pod
+        framework = profile.framework
+        if status.code is Code.ERROR:
+            message = status.message() or "scheduler error"
+            self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
+            self._patch_condition(pod, "SchedulerError", message)
+            self.queue.requeue_error(info)
+            self._observe(profile, "error", start)
+            log.warning("scheduling error", pod=pod.key, plugin=status.plugin, error=message)
+            return
+        plugins: set[str] = set()
+        if result is not None:
+            diagnosis = result.diagnosis
+            plugins |= diagnosis.unschedulable_plugins | diagnosis.pending_plugins
+            if status.code is Code.UNSCHEDULABLE and framework.post_filter_calls:
+                post = framework.run_post_filter(state, pod, diagnosis)
+                if post.status.is_success() and post.nominated_node_name:
+                    self._nominate(pod, post.nominated_node_name)
+                elif post.status.code is Code.ERROR:
+                    log.warning("post-filter error", pod=pod.key, error=post.status.message())
+            message = diagnosis.message() if diagnosis.total_nodes else status.message()
+        else:
+            message = status.message()
+        if status.plugin:
+            plugins.add(status.plugin)
+        self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
+        self._patch_condition(pod, "Unschedulable", message)
+        self.queue.requeue_unschedulable(info, plugins, info.cycle)
+        self._observe(profile, "unschedulable", start)
+        log.info("pod unschedulable", pod=pod.key, profile=profile.scheduler_name, reason=message)
+
+    def _observe(self, profile: Profile, result: str, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_attempt(
+                result,  # type: ignore[arg-type]
+                profile.scheduler_name,
+                time.perf_counter() - start,
+            )
+
+    def _patch_condition(self, pod: PodInfo, reason: str, message: str) -> None:
+        """Patch PodScheduled=False unless the pod already says exactly that."""
+        for cond in (pod.raw.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "PodScheduled" and (
+                cond.get("status"),
+                cond.get("reason"),
+                cond.get("message"),
+            ) == ("False", reason, message):
+                return
+        self._spawn(self._patch(pod, pod_scheduled_condition(reason, message)))
+
+    def _nominate(self, pod: PodInfo, node: str) -> None:
+        self._spawn(self._patch(pod, {"status": {"nominatedNodeName": node}}))
+
+    async def _patch(self, pod: PodInfo, patch: dict[str, Any]) -> None:
+        try:
+            await self.io.patch_pod_status(pod.namespace, pod.name, patch)
+        except Exception as err:  # best effort, as in kube-scheduler
+            log.info("pod status patch failed", pod=pod.key, error=str(err))
+
+    # -- binding cycle ------------------------------------------------------------
+
+    async def _binding_cycle(
+        self, profile: Profile, state: CycleState, info: QueuedPodInfo, node: str, start: float
+    ) -> None:
+        pod = info.pod
+        framework = profile.framework
+        async with self._binding_slots:
+            try:
+                entry = self.waiting_pods.get(pod.uid or pod.key)
+                if entry is not None:
+                    wait_start = time.perf_counter()
+                    status = await entry.wait()
+                    self.waiting_pods.remove(pod.uid or pod.key)
+                    if self.metrics is not None:
+                        self.metrics.observe_permit_wait(
+                            status.code, time.perf_counter() - wait_start
+                        )
+                    if not status.is_success():
+                        self._binding_failed(profile, state, info, node, status, start)
+                        return
+                status = await framework.run_pre_bind(state, pod, node)
+                if status.is_success():
+                    status = await framework.run_bind(state, pod, node)
+                if not status.is_success():
+                    self._binding_failed(profile, state, info, node, status, start)
+                    return
+            except asyncio.CancelledError:
+                self._binding_failed(
+                    profile, state, info, node, Status.error_status("binding cancelled"), start
+                )
+                raise
+            self.cache.finish_binding(pod.key)
+            self.queue.done_success(pod.key)
+            self.scheduled += 1
+            self.io.record_event(
+                pod,
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {pod.key} to {node}",
+                "Binding",
+            )
+            self._observe(profile, "scheduled", start)
+            if self.metrics is not None and info.initial_attempt_timestamp is not None:
+                self.metrics.pod_scheduled(
+                    info.attempts, time.monotonic() - info.initial_attempt_timestamp
+                )
+            log.debug("pod bound", pod=pod.key, node=node, profile=profile.scheduler_name)
+            for failure in await framework.run_post_bind(state, pod, node):
+                log.warning("post-bind failed", pod=pod.key, plugin=failure.plugin)
+
+    def _binding_failed(
+        self,
+        profile: Profile,
+        state: CycleState,
+        info: QueuedPodInfo,
+        node: str,
+        status: Status,
+        start: float,
+    ) -> None:
+        pod = info.pod
+        profile.framework.run_unreserve(state, pod, node)
+        self.cache.forget(pod.key)
+        reason = type(status.error).__name__ if status.error is not None else status.code.title
+        if self.metrics is not None:
+            self.metrics.binding_error(reason)
+        message = status.message() or status.code.title
+        if status.code is Code.ERROR:
+            # A pod deleted or bound by someone else meanwhile also lands here;
+            # the informer removes it from the queue before its backoff ends.
+            self.io.record_event(
+                pod, "Warning", "FailedScheduling", f"Binding rejected: {message}", "Binding"
+            )
+            self.queue.requeue_error(info)
+            self._observe(profile, "error", start)
+        else:
+            self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
+            self._patch_condition(pod, "Unschedulable", message)
+            plugins = {status.plugin} if status.plugin else set()
+            self.queue.requeue_unschedulable(info, plugins, info.cycle)
+            self._observe(profile, "unschedulable", start)
+        log.info("binding cycle failed", pod=pod.key, node=node, reason=message)

@@ -1,0 +1,1 @@
+"""The framework: finds plugins, builds profiles from config and runs extension points."""

@@ -1,0 +1,195 @@
+"""One scheduling decision: PreFilter -> Filter -> PreScore -> Score -> pick.
+
+This is kube-scheduler's ``schedulePod`` over a NodeTable. It is shared by
+the daemon's scheduling cycle and by ``explain``, so what ``explain`` shows is
+exactly what the daemon would decide.
+
+Unlike kube-scheduler, we filter every node by default: vectorized filters
+make that cheap, and it avoids decisions depending on where a round-robin
+sample happened to start. When a profile sets ``percentageOfNodesToScore``
+explicitly, the feasible set is cut to kube's number of nodes, taken
+round-robin from a rotating start, as kube does.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import Diagnosis, Rejection
+from scheduler.api.status import Code, Status
+from scheduler.framework.runtime import (
+    PREFILTER_NARROWING_KEY,
+    FilterOutcome,
+    Framework,
+    ScoreOutcome,
+)
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+VOLUMES_UNSUPPORTED = (
+    "pod uses PersistentVolumeClaims, which this scheduler cannot place yet "
+    "(volume plugins are not implemented); refusing rather than risking a wrong node"
+)
+
+
+@dataclass
+class ScheduleResult:
+    status: Status
+    node: str | None = None
+    tied_rows: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+    filter_outcome: FilterOutcome | None = None
+    score_outcome: ScoreOutcome | None = None
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+    @property
+    def tied(self) -> list[str]:
+        """Every node sharing the best score (kube picks one of them at random)."""
+        names = self.diagnosis.names
+        return [names[r] for r in self.tied_rows.tolist()]
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """kube-scheduler's sample size for ``percentageOfNodesToScore``."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage <= 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    if percentage >= 100:
+        return num_all_nodes
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class Algorithm:
+    """Per-profile decision state: the tie-break RNG and the sampling start index."""
+
+    def __init__(self, framework: Framework, *, seed: int | None = None) -> None:
+        self.framework = framework
+        self.rng = random.Random(seed)
+        self.next_start = 0
+
+    def schedule(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0
+    ) -> ScheduleResult:
+        framework = self.framework
+        all_nodes = table.all_nodes()
+        diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
+        if not len(all_nodes):
+            return ScheduleResult(
+                Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
+            )
+        if pod.pvc_names:
+            diagnosis.pre_filter_message = VOLUMES_UNSUPPORTED
+            return ScheduleResult(
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (VOLUMES_UNSUPPORTED,)),
+                diagnosis=diagnosis,
+            )
+
+        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
+        if not status.is_success():
+            if status.is_rejected():
+                diagnosis.pre_filter_message = status.message()
+                if status.plugin:
+                    target = (
+                        diagnosis.pending_plugins
+                        if status.code is Code.PENDING
+                        else diagnosis.unschedulable_plugins
+                    )
+                    target.add(status.plugin)
+            return ScheduleResult(status, diagnosis=diagnosis)
+
+        nodes = all_nodes
+        if pre_result.node_names is not None:
+            keep = np.fromiter(
+                (n in pre_result.node_names for n in all_nodes.names),
+                dtype=np.bool_,
+                count=len(all_nodes),
+            )
+            narrowing = state.get(PREFILTER_NARROWING_KEY, [])
+            reason = f"node(s) didn't satisfy plugin(s) [{', '.join(narrowing)}]"
+            dropped = all_nodes.rows[~keep]
+            diagnosis.add(
+                Rejection(
+                    narrowing[0] if narrowing else "PreFilter",
+                    dropped,
+                    np.full(len(dropped), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, dtype=np.int8),
+                    np.ones(len(dropped), dtype=np.uint64),
+                    [reason],
+                )
+            )
+            nodes = all_nodes.subset(keep)
+
+        # A pod that already won a preemption tries its nominated node first.
+        nominated = pod.nominated_node_name
+        allowed = pre_result.node_names is None or nominated in pre_result.node_names
+        if nominated and allowed:
+            row = table.row_of(nominated)
+            if row is not None:
+                one = NodeSet(table, np.asarray([row], dtype=np.int64))
+                outcome = framework.run_filter(state, pod, one)
+                if outcome.status.is_success() and len(outcome.feasible):
+                    return ScheduleResult(
+                        Status.success(),
+                        nominated,
+                        one.rows,
+                        evaluated_nodes=1,
+                        feasible_nodes=1,
+                        filter_outcome=outcome,
+                        diagnosis=diagnosis,
+                    )
+
+        outcome = framework.run_filter(state, pod, nodes, diagnosis)
+        diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
+        result = ScheduleResult(
+            outcome.status,
+            evaluated_nodes=len(nodes),
+            feasible_nodes=len(outcome.feasible),
+            filter_outcome=outcome,
+            diagnosis=diagnosis,
+        )
+        if not outcome.status.is_success():
+            return result
+        feasible = outcome.feasible
+        if not len(feasible):
+            result.status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
+            return result
+
+        if percentage > 0:
+            feasible = self._sample(feasible, len(all_nodes), percentage)
+        if len(feasible) == 1:
+            result.node = table.names[int(feasible.rows[0])]
+            result.tied_rows = feasible.rows
+            return result
+
+        status = framework.run_pre_score(state, pod, feasible)
+        if not status.is_success():
+            result.status = status
+            return result
+        scores = framework.run_score(state, pod, feasible)
+        result.score_outcome = scores
+        if not scores.status.is_success():
+            result.status = scores.status
+            return result
+        total = scores.total
+        tied_rows = feasible.rows[total == total.max()]
+        result.tied_rows = tied_rows
+        result.node = table.names[int(tied_rows[self.rng.randrange(len(tied_rows))])]
+        return result
+
+    def _sample(self, feasible: NodeSet, num_all: int, percentage: int) -> NodeSet:
+        want = num_feasible_nodes_to_find(num_all, percentage)
+        if len(feasible) <= want:
+            return feasible
+        start = self.next_start % len(feasible)
+        idx = (np.arange(want) + start) % len(feasible)
+        self.next_start = (start + want) % max(num_all, 1)
+        return NodeSet(feasible.table, feasible.rows[idx])

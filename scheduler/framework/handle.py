@@ -1,0 +1,162 @@
+"""The framework's implementation of the plugin handle.
+
+Capabilities that depend on where the framework runs (the daemon, ``explain``,
+the test kit) are injected as small callables; where one is absent the handle
+raises a clear error naming what is unavailable, rather than pretending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import structlog
+
+from scheduler.api.handle import KubeClient, ObjectStore, WaitingPod
+from scheduler.framework.waiting import WaitingPods
+from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
+
+EventSink = Callable[[PodInfo, str, str, str, str], None]
+StoreProvider = Callable[[str, str, str], ObjectStore]
+Activator = Callable[[list[PodInfo]], None]
+
+
+class HandleUnavailable(RuntimeError):
+    """A plugin used a capability this way of running the scheduler does not offer."""
+
+
+class StaticStore:
+    """An ObjectStore over a fixed list of objects (``explain``, tests)."""
+
+    def __init__(self, objects: list[Mapping[str, Any]] | None = None) -> None:
+        self._by_key: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for obj in objects or ():
+            meta = obj.get("metadata") or {}
+            self._by_key[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = obj
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._by_key.get((namespace, name))
+
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        if namespace is None:
+            return list(self._by_key.values())
+        return [o for (ns, _), o in self._by_key.items() if ns == namespace]
+
+
+class StaticStores:
+    """Stores built from a list of API objects, grouped by resource.
+
+    Where the framework runs without informers, plugins still get the
+    objects it was given (e.g. the namespaces of a cluster file), and empty
+    stores for everything else.
+    """
+
+    def __init__(self, objects: list[Mapping[str, Any]] | None = None) -> None:
+        self._objects: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for obj in objects or ():
+            api_version = str(obj.get("apiVersion") or "v1")
+            group = api_version.rpartition("/")[0]
+            self._objects.setdefault((group, str(obj.get("kind") or "")), []).append(obj)
+        self._stores: dict[tuple[str, str, str], StaticStore] = {}
+
+    def __call__(self, group: str, version: str, plural: str) -> ObjectStore:
+        key = (group, version, plural)
+        store = self._stores.get(key)
+        if store is None:
+            objects = [
+                o
+                for (g, kind), objs in self._objects.items()
+                if g == group and _plural(kind) == plural
+                for o in objs
+            ]
+            store = self._stores[key] = StaticStore(objects)
+        return store
+
+
+def _plural(kind: str) -> str:
+    """Lower-case plural of a Kind, as the API names resources (Policy -> policies)."""
+    lower = kind.lower()
+    if lower.endswith("y"):
+        return lower[:-1] + "ies"
+    if lower.endswith("s"):
+        return lower + "es"
+    return lower + "s"
+
+
+class FrameworkHandle:
+    def __init__(
+        self,
+        profile_name: str,
+        table: NodeTable,
+        *,
+        waiting_pods: WaitingPods | None = None,
+        client: KubeClient | None = None,
+        event_sink: EventSink | None = None,
+        store_provider: StoreProvider | None = None,
+        activator: Activator | None = None,
+        plugin_name: str = "",
+    ) -> None:
+        self._profile_name = profile_name
+        self._table = table
+        self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
+        self._client = client
+        self._event_sink = event_sink
+        self._store_provider: StoreProvider = store_provider or StaticStores()
+        self._activator = activator
+        self._logger = structlog.get_logger("scheduler.plugin").bind(
+            profile=profile_name, plugin=plugin_name
+        )
+
+    def for_plugin(self, plugin_name: str) -> FrameworkHandle:
+        """A copy whose logger is bound to ``plugin_name``."""
+        return FrameworkHandle(
+            self._profile_name,
+            self._table,
+            waiting_pods=self.waiting_pods,
+            client=self._client,
+            event_sink=self._event_sink,
+            store_provider=self._store_provider,
+            activator=self._activator,
+            plugin_name=plugin_name,
+        )
+
+    @property
+    def profile_name(self) -> str:
+        return self._profile_name
+
+    @property
+    def table(self) -> NodeTable:
+        return self._table
+
+    @property
+    def client(self) -> KubeClient:
+        if self._client is None:
+            raise HandleUnavailable("no API client here (e.g. in `explain`): cannot call the API")
+        return self._client
+
+    @property
+    def logger(self) -> Any:
+        return self._logger
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    def iterate_waiting_pods(self) -> Iterator[WaitingPod]:
+        return iter(self.waiting_pods)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool:
+        return self.waiting_pods.reject(uid, plugin, message)
+
+    def record_event(
+        self, pod: PodInfo, event_type: str, reason: str, message: str, action: str = ""
+    ) -> None:
+        if self._event_sink is not None:
+            self._event_sink(pod, event_type, reason, message, action)
+
+    def store(self, group: str, version: str, plural: str) -> ObjectStore:
+        return self._store_provider(group, version, plural)
+
+    def activate_pods(self, pods: list[PodInfo]) -> None:
+        if self._activator is not None:
+            self._activator(pods)

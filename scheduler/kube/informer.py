@@ -1,0 +1,255 @@
+"""Informer: a local mirror of one collection, kept current by list + watch.
+
+It follows client-go's reflector because its edge cases are the ones a
+scheduler trips over: list first, then watch from the list's resourceVersion
+with ``allowWatchBookmarks`` so that quiet collections still advance the
+version to resume from; restart watches that time out (``timeoutSeconds``
+randomised between 5 and 10 minutes so many informers do not reconnect in
+lock-step) from the last version seen; back off exponentially, capped, after
+errors and dropped streams; and on 410 Gone re-list and turn the difference
+between the local store and the fresh list into add/update/delete
+notifications - including deletes that happened while disconnected, which a
+plain re-watch can never report.
+
+Handlers get raw dicts and may be plain functions or coroutines; a handler
+that raises is logged and does not stop the informer (one bad object must not
+blind the scheduler to the rest of the cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import structlog
+
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import ApiError, Gone
+
+__all__ = ["Informer", "object_key"]
+
+log = structlog.get_logger("scheduler.kube.informer")
+
+Obj = dict[str, Any]
+AddHandler = Callable[[Obj], Awaitable[None] | None]
+UpdateHandler = Callable[[Obj, Obj], Awaitable[None] | None]
+DeleteHandler = Callable[[Obj], Awaitable[None] | None]
+
+# A watch that ends cleanly sooner than this without delivering anything is
+# treated like a failure, so a server that closes at once is not hammered.
+_MIN_HEALTHY_WATCH = 1.0
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` otherwise (client-go's key)."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    name = str(meta.get("name", ""))
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _rv(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+class Informer:
+    """List-then-watch mirror of ``path`` (e.g. ``/api/v1/pods``) with change handlers.
+
+    ``store`` maps keys (see :func:`object_key`) to the latest object;
+    ``has_synced`` is set once the first list has been delivered to the
+    handlers; ``resource_version`` is where the next watch resumes.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        on_add: AddHandler | None = None,
+        on_update: UpdateHandler | None = None,
+        on_delete: DeleteHandler | None = None,
+        page_size: int = 500,
+        watch_timeout: tuple[float, float] = (300.0, 600.0),
+        backoff_initial: float = 0.8,
+        backoff_max: float = 30.0,
+        backoff_reset_after: float = 120.0,
+    ) -> None:
+        self.client = client
+        self.path = path
+        self.query = dict(query or {})
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.backoff_reset_after = backoff_reset_after
+        self.store: dict[str, Obj] = {}
+        self.has_synced = asyncio.Event()
+        self.resource_version = ""
+        self.lists = 0
+        self.watches = 0
+        self._stopping = False
+        self._task: asyncio.Task[Any] | None = None
+        self._failures = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled or :meth:`stop` is called."""
+        self._task = asyncio.current_task()
+        need_list = True
+        try:
+            while not self._stopping:
+                if need_list:
+                    try:
+                        await self._list()
+                    except ApiError as error:
+                        log.warning("list failed", path=self.path, error=str(error))
+                        await self._backoff(error)
+                        continue
+                    need_list = False
+                need_list = await self._watch_once()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self._stopping and task is not None and task.uncancel() == 0:
+                return
+            raise
+        finally:
+            self._task = None
+
+    def stop(self) -> None:
+        """End :meth:`run` (it returns normally); safe to call from a handler."""
+        self._stopping = True
+        task = self._task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    # -- list --------------------------------------------------------------------
+
+    async def _list(self) -> None:
+        query = dict(self.query)
+        if not self.has_synced.is_set():
+            # Like kube-scheduler's first list: any recent state is fine and a
+            # real API server answers it from its watch cache.
+            query["resourceVersion"] = "0"
+        items, rv = await self.client.list(self.path, query, limit=self.page_size)
+        self.lists += 1
+        await self._replace(items, rv)
+        self.has_synced.set()
+
+    async def _replace(self, items: list[Obj], rv: str) -> None:
+        """Swap in a fresh list, notifying the difference against the old store."""
+        old = self.store
+        fresh: dict[str, Obj] = {}
+        for item in items:
+            fresh[object_key(item)] = item
+        self.store = fresh
+        self.resource_version = rv
+        for key, item in fresh.items():
+            previous = old.get(key)
+            if previous is None:
+                await self._notify(self.on_add, item)
+            elif _rv(previous) != _rv(item):
+                await self._notify(self.on_update, previous, item)
+        for key, previous in old.items():
+            if key not in fresh:
+                await self._notify(self.on_delete, previous)
+
+    # -- watch -------------------------------------------------------------------
+
+    async def _watch_once(self) -> bool:
+        """One watch request; returns True when a re-list is needed."""
+        low, high = self.watch_timeout
+        timeout = int(random.uniform(low, high))
+        query = dict(self.query)
+        query.update(
+            {
+                "allowWatchBookmarks": "true",
+                "resourceVersion": self.resource_version,
+                "timeoutSeconds": str(max(timeout, 1)),
+            }
+        )
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        delivered = 0
+        self.watches += 1
+        try:
+            async with contextlib.aclosing(self.client.watch(self.path, query)) as stream:
+                async for kind, obj in stream:
+                    delivered += 1
+                    await self._apply(kind, obj)
+                    if self._stopping:  # stop() called from a handler
+                        return False
+        except Gone as error:
+            log.info("watch expired; re-listing", path=self.path, error=error.message)
+            return True
+        except ApiError as error:
+            log.warning("watch failed", path=self.path, error=str(error))
+            await self._backoff(error)
+            return False
+        if delivered == 0 and loop.time() - started < _MIN_HEALTHY_WATCH:
+            await self._backoff(None)
+        elif loop.time() - started >= self.backoff_reset_after or delivered:
+            self._failures = 0
+        return False
+
+    async def _apply(self, kind: str, obj: Obj) -> None:
+        rv = _rv(obj)
+        if kind == "BOOKMARK":
+            if rv:
+                self.resource_version = rv
+            return
+        key = object_key(obj)
+        if kind in ("ADDED", "MODIFIED"):
+            previous = self.store.get(key)
+            self.store[key] = obj
+            if rv:
+                self.resource_version = rv
+            if previous is None:
+                await self._notify(self.on_add, obj)
+            else:
+                await self._notify(self.on_update, previous, obj)
+        elif kind == "DELETED":
+            self.store.pop(key, None)
+            if rv:
+                self.resource_version = rv
+            await self._notify(self.on_delete, obj)
+        else:
+            log.warning("unknown watch event type", path=self.path, type=kind)
+
+    # -- helpers -----------------------------------------------------------------
+
+    async def _backoff(self, error: ApiError | None) -> None:
+        """Sleep before retrying: capped exponential with jitter, or the server's Retry-After."""
+        ceiling = min(self.backoff_max, self.backoff_initial * (2 ** min(self._failures, 30)))
+        self._failures += 1
+        delay = random.uniform(ceiling / 2, ceiling)
+        if error is not None and error.retry_after is not None:
+            delay = max(delay, min(error.retry_after, self.backoff_max))
+        await asyncio.sleep(delay)
+
+    async def _notify(
+        self, handler: Callable[..., Awaitable[None] | None] | None, *args: Obj
+    ) -> None:
+        if handler is None:
+            return
+        try:
+            result = handler(*args)
+            if inspect.isawaitable(result):
+                await result
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "informer handler failed",
+                path=self.path,
+                key=object_key(args[-1]),
+                handler=getattr(handler, "__name__", "?"),
+            )

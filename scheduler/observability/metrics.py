@@ -1,0 +1,438 @@
+"""Prometheus metrics with kube-scheduler's names, labels and bucket boundaries.
+
+Operators already have dashboards and alerts written against kube-scheduler's
+``scheduler_*`` series; keeping the names, label names, label values and
+histogram buckets identical lets those work unchanged against this daemon.
+The few series kube-scheduler has no equivalent for (plugin errors, binding
+errors, leadership) are ours and say so in their help text.
+
+Every :class:`SchedulerMetrics` owns a private ``CollectorRegistry``: the
+global registry would make two schedulers in one process (the simulator runs
+the daemon next to tests) collide on registration, and would leak counts
+between tests.
+
+The hot paths (one call per plugin per pod) go through :class:`ProfileRecorder`
+and the small caches in :class:`SchedulerMetrics`, which resolve a labelled
+child once and reuse it: ``.labels()`` validates and hashes its arguments
+under a lock on every call, which is several times the cost of the
+observation itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Final, Literal, get_args
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.process_collector import ProcessCollector
+
+from scheduler.api.status import Code
+
+__all__ = [
+    "EXTENSION_POINT_BUCKETS",
+    "PLUGIN_EXECUTION_BUCKETS",
+    "POD_SCHEDULING_ATTEMPTS_BUCKETS",
+    "POD_SCHEDULING_SLI_BUCKETS",
+    "PREEMPTION_VICTIMS_BUCKETS",
+    "SCHEDULING_ATTEMPT_BUCKETS",
+    "PendingQueue",
+    "ProfileRecorder",
+    "ScheduleResult",
+    "SchedulerMetrics",
+    "attempts_label",
+    "exponential_buckets",
+]
+
+ScheduleResult = Literal["scheduled", "unschedulable", "error"]
+"""Values of the ``result`` label, as kube-scheduler spells them."""
+
+PendingQueue = Literal["active", "backoff", "unschedulable", "gated"]
+"""Values of ``scheduler_pending_pods``'s ``queue`` label."""
+
+SCHEDULE_RESULTS: Final[tuple[str, ...]] = get_args(ScheduleResult)
+PENDING_QUEUES: Final[tuple[str, ...]] = get_args(PendingQueue)
+
+MAX_ATTEMPTS_LABEL: Final = 15
+"""Attempt counts at or above this share one ``attempts`` label value ("15+"),
+as in kube-scheduler, so the SLI histogram's cardinality stays bounded."""
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """``count`` bucket upper bounds, ``start`` then each ``factor`` times the last.
+
+    Computed by repeated multiplication, as Go's ``prometheus.ExponentialBuckets``
+    does, so every ``le`` label is the same float (and so the same text) as
+    kube-scheduler exposes: ``start * factor**i`` rounds differently for some
+    ``i`` and would split a dashboard's series.
+    """
+    if count < 1 or start <= 0 or factor <= 1:
+        raise ValueError(f"invalid exponential buckets ({start}, {factor}, {count})")
+    out: list[float] = []
+    bound = float(start)
+    for _ in range(count):
+        out.append(bound)
+        bound *= factor
+    return tuple(out)
+
+
+SCHEDULING_ATTEMPT_BUCKETS: Final = exponential_buckets(0.001, 2, 15)
+"""1 ms up to ~16 s: one attempt, algorithm plus binding."""
+
+EXTENSION_POINT_BUCKETS: Final = exponential_buckets(0.0001, 2, 12)
+"""0.1 ms up to ~200 ms: all plugins of one extension point."""
+
+PLUGIN_EXECUTION_BUCKETS: Final = exponential_buckets(0.00001, 1.5, 20)
+"""10 µs up to ~22 ms with a small factor: single plugin calls are short and
+their differences are what an operator looks for."""
+
+POD_SCHEDULING_SLI_BUCKETS: Final = exponential_buckets(0.01, 2, 20)
+"""10 ms up to ~88 min: from first entering the queue to scheduled."""
+
+POD_SCHEDULING_ATTEMPTS_BUCKETS: Final = exponential_buckets(1, 2, 5)
+"""1 to 16 attempts before a pod was scheduled."""
+
+PREEMPTION_VICTIMS_BUCKETS: Final = exponential_buckets(1, 2, 7)
+"""1 to 64 victims; more than 64 is rare enough to share the +Inf bucket."""
+
+
+def attempts_label(attempts: int) -> str:
+    """The ``attempts`` label value: the count, capped at "15+" (kube-scheduler's cap)."""
+    if attempts >= MAX_ATTEMPTS_LABEL:
+        return f"{MAX_ATTEMPTS_LABEL}+"
+    return str(attempts)
+
+
+class _WithoutCreated:
+    """A view of a registry without prometheus-client's ``*_created`` samples.
+
+    Those samples are an OpenMetrics notion kube-scheduler does not expose; in
+    the text format they would appear as extra gauge families that no
+    kube-scheduler dashboard expects. Filtering at render time avoids
+    ``prometheus_client.disable_created_metrics()``, which flips a
+    process-wide switch under every other registry in the process.
+    """
+
+    __slots__ = ("_registry",)
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._registry.collect():
+            created = metric.name + "_created"
+            if any(s.name == created for s in metric.samples):
+                copy = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+                copy.samples = [s for s in metric.samples if s.name != created]
+                yield copy
+            else:
+                yield metric
+
+
+class SchedulerMetrics:
+    """The scheduler's metrics, in a registry of their own.
+
+    The metric objects are public attributes (named after kube-scheduler's
+    variables) for callers that need the full prometheus-client API; the
+    methods cover the daemon's usual updates and cache labelled children so
+    that repeated updates of the same series do not pay for ``.labels()``.
+    """
+
+    CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
+    """What :meth:`render` produces: the Prometheus text format kube-scheduler serves."""
+
+    def __init__(self, *, process_metrics: bool = True) -> None:
+        """Create every series; ``process_metrics`` adds ``process_*`` (CPU, memory, fds).
+
+        The process collector is optional because several schedulers in one
+        process (simulations, tests) would all report the same process.
+        """
+        self.registry = CollectorRegistry()
+        reg = self.registry
+
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Scheduling attempts by result: 'unschedulable' means the pod fits no node "
+            "(now), 'error' means the scheduler failed internally.",
+            ["result", "profile"],
+            registry=reg,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Duration of one scheduling attempt, in seconds: the scheduling algorithm "
+            "plus binding.",
+            ["result", "profile"],
+            buckets=SCHEDULING_ATTEMPT_BUCKETS,
+            registry=reg,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Duration of the scheduling algorithm alone (filter, score, select), in seconds.",
+            buckets=SCHEDULING_ATTEMPT_BUCKETS,
+            registry=reg,
+        )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Pods waiting to be scheduled, by queue: 'active' are ready to be tried, "
+            "'backoff' wait out their backoff, 'unschedulable' were tried and wait for a "
+            "cluster change, 'gated' were never tried because a PreEnqueue plugin holds them.",
+            ["queue"],
+            registry=reg,
+        )
+        self.framework_extension_point_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Duration of running every plugin at one extension point, in seconds.",
+            ["extension_point", "status", "profile"],
+            buckets=EXTENSION_POINT_BUCKETS,
+            registry=reg,
+        )
+        self.plugin_execution_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration of one plugin call at one extension point, in seconds.",
+            ["plugin", "extension_point", "status"],
+            buckets=PLUGIN_EXECUTION_BUCKETS,
+            registry=reg,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Preemption attempts since the scheduler started.",
+            registry=reg,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of victims chosen by a preemption.",
+            buckets=PREEMPTION_VICTIMS_BUCKETS,
+            registry=reg,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "End-to-end latency of scheduling a pod, in seconds, from when it first "
+            "entered the scheduling queue; may span several attempts.",
+            ["attempts"],
+            buckets=POD_SCHEDULING_SLI_BUCKETS,
+            registry=reg,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts a pod needed before it was scheduled.",
+            buckets=POD_SCHEDULING_ATTEMPTS_BUCKETS,
+            registry=reg,
+        )
+        self.queue_incoming_pods = Counter(
+            "scheduler_queue_incoming_pods",
+            "Pods added to the scheduling queues, by queue and by the event that moved them.",
+            ["queue", "event"],
+            registry=reg,
+        )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Time pods spent waiting at Permit, in seconds, by the final status.",
+            ["result"],
+            buckets=SCHEDULING_ATTEMPT_BUCKETS,
+            registry=reg,
+        )
+        self.unschedulable_pods = Gauge(
+            "scheduler_unschedulable_pods",
+            "Unschedulable pods by the plugin that rejected them. A pod rejected by "
+            "several plugins counts once for each, so only per-plugin values are meaningful.",
+            ["plugin", "profile"],
+            registry=reg,
+        )
+        self.plugin_errors = Counter(
+            "scheduler_plugin_errors",
+            "Plugin calls that raised, timed out or returned something their hook does "
+            "not allow (not in kube-scheduler). Each failed only that pod's attempt.",
+            ["plugin", "extension_point", "profile"],
+            registry=reg,
+        )
+        self.binding_errors = Counter(
+            "scheduler_binding_errors",
+            "Binding cycles that failed, by reason (not in kube-scheduler).",
+            ["reason"],
+            registry=reg,
+        )
+        self.leader = Gauge(
+            "scheduler_leader",
+            "1 while this instance holds the leader lease (or runs without leader "
+            "election), 0 while it stands by (not in kube-scheduler).",
+            registry=reg,
+        )
+        if process_metrics:
+            ProcessCollector(registry=reg)
+
+        # Queue gauges are set on every queue change; resolve them once, and
+        # expose all four at 0 from the start so a dashboard sees the series.
+        self._pending: dict[str, Gauge] = {q: self.pending_pods.labels(q) for q in PENDING_QUEUES}
+        for gauge in self._pending.values():
+            gauge.set(0)
+        self._attempts: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._incoming: dict[tuple[str, str], Counter] = {}
+        self._sli: dict[str, Histogram] = {}
+        self._unschedulable: dict[tuple[str, str], Gauge] = {}
+        self._binding_errors: dict[str, Counter] = {}
+
+    # -- scheduling attempts ------------------------------------------------------
+
+    def observe_attempt(self, result: ScheduleResult, profile: str, seconds: float) -> None:
+        """Count one attempt and record its duration, as kube-scheduler does in one step."""
+        key = (result, profile)
+        children = self._attempts.get(key)
+        if children is None:
+            if result not in SCHEDULE_RESULTS:
+                raise ValueError(f"unknown schedule result {result!r}; want {SCHEDULE_RESULTS}")
+            children = (
+                self.schedule_attempts.labels(result, profile),
+                self.scheduling_attempt_duration.labels(result, profile),
+            )
+            self._attempts[key] = children
+        counter, histogram = children
+        counter.inc()
+        histogram.observe(seconds)
+
+    def observe_algorithm(self, seconds: float) -> None:
+        """Record how long the scheduling algorithm took for one pod."""
+        self.scheduling_algorithm_duration.observe(seconds)
+
+    def pod_scheduled(self, attempts: int, seconds_since_queued: float) -> None:
+        """Record a pod's successful scheduling: its attempts and its end-to-end latency.
+
+        ``seconds_since_queued`` is measured from the pod's *first* entry into
+        the queue, not from this attempt, which is what makes it an SLI.
+        """
+        self.pod_scheduling_attempts.observe(attempts)
+        label = attempts_label(attempts)
+        child = self._sli.get(label)
+        if child is None:
+            child = self._sli[label] = self.pod_scheduling_sli_duration.labels(label)
+        child.observe(seconds_since_queued)
+
+    def observe_permit_wait(self, code: Code, seconds: float) -> None:
+        """Record how long a pod waited at Permit, under the final status (``code.title``)."""
+        self.permit_wait_duration.labels(code.title).observe(seconds)
+
+    # -- queue ------------------------------------------------------------------
+
+    def pending(self, queue: PendingQueue) -> Gauge:
+        """The gauge of one queue, for a queue that prefers ``inc()``/``dec()``."""
+        try:
+            return self._pending[queue]
+        except KeyError:
+            raise ValueError(f"unknown queue {queue!r}; want one of {PENDING_QUEUES}") from None
+
+    def set_pending(self, queue: PendingQueue, count: int) -> None:
+        """Set the number of pods in one queue."""
+        self.pending(queue).set(count)
+
+    def queue_incoming(self, queue: PendingQueue, event: str, count: int = 1) -> None:
+        """Count pods moved into ``queue`` by ``event`` (e.g. "PodAdd", "NodeAdd")."""
+        key = (queue, event)
+        child = self._incoming.get(key)
+        if child is None:
+            if queue not in PENDING_QUEUES:
+                raise ValueError(f"unknown queue {queue!r}; want one of {PENDING_QUEUES}")
+            child = self._incoming[key] = self.queue_incoming_pods.labels(queue, event)
+        child.inc(count)
+
+    def unschedulable(self, plugin: str, profile: str) -> Gauge:
+        """The unschedulable-pods gauge of one plugin; the queue incs and decs it."""
+        key = (plugin, profile)
+        child = self._unschedulable.get(key)
+        if child is None:
+            child = self._unschedulable[key] = self.unschedulable_pods.labels(plugin, profile)
+        return child
+
+    # -- preemption, binding, leadership ------------------------------------------
+
+    def preemption_attempt(self, victims: int | None = None) -> None:
+        """Count a preemption attempt and, when it chose victims, how many."""
+        self.preemption_attempts.inc()
+        if victims is not None:
+            self.preemption_victims.observe(victims)
+
+    def binding_error(self, reason: str) -> None:
+        """Count a failed binding cycle; ``reason`` should be a small fixed vocabulary."""
+        child = self._binding_errors.get(reason)
+        if child is None:
+            child = self._binding_errors[reason] = self.binding_errors.labels(reason)
+        child.inc()
+
+    def set_leader(self, leading: bool) -> None:
+        """Record whether this instance currently leads."""
+        self.leader.set(1 if leading else 0)
+
+    # -- framework ----------------------------------------------------------------
+
+    def recorder(self, profile: str) -> ProfileRecorder:
+        """A :class:`ProfileRecorder` for the framework runner of ``profile``."""
+        return ProfileRecorder(self, profile)
+
+    # -- exposition ---------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """Every series in the Prometheus text format (:attr:`CONTENT_TYPE`)."""
+        return generate_latest(_WithoutCreated(self.registry))
+
+    def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """The current value of one sample, or None; for tests and diagnostics."""
+        return self.registry.get_sample_value(name, labels)
+
+
+class ProfileRecorder:
+    """The framework runner's recorder for one profile (``FrameworkRecorder``).
+
+    It is called for every plugin call of every pod, so each distinct
+    (point, plugin, code) resolves its histogram child once and keeps it in a
+    dict; after warm-up a call is a tuple hash, a dict hit and an observation.
+    """
+
+    __slots__ = ("_errors", "_metrics", "_plugin", "_point", "profile")
+
+    def __init__(self, metrics: SchedulerMetrics, profile: str) -> None:
+        self._metrics = metrics
+        self.profile = profile
+        self._plugin: dict[tuple[str, str, Code], Histogram] = {}
+        self._point: dict[tuple[str, Code], Histogram] = {}
+        self._errors: dict[tuple[str, str], Counter] = {}
+
+    def plugin_duration(self, point: str, plugin: str, code: Code, seconds: float) -> None:
+        """Record one plugin call's duration under its status (``code.title``)."""
+        key = (point, plugin, code)
+        child = self._plugin.get(key)
+        if child is None:
+            child = self._metrics.plugin_execution_duration.labels(plugin, point, code.title)
+            self._plugin[key] = child
+        child.observe(seconds)
+
+    def point_duration(self, point: str, code: Code, seconds: float) -> None:
+        """Record the duration of all plugins at one extension point, under its status."""
+        key = (point, code)
+        child = self._point.get(key)
+        if child is None:
+            child = self._metrics.framework_extension_point_duration.labels(
+                point, code.title, self.profile
+            )
+            self._point[key] = child
+        child.observe(seconds)
+
+    def plugin_error(self, point: str, plugin: str) -> None:
+        """Count a plugin call that failed (raised, timed out or returned garbage)."""
+        key = (point, plugin)
+        child = self._errors.get(key)
+        if child is None:
+            child = self._metrics.plugin_errors.labels(plugin, point, self.profile)
+            self._errors[key] = child
+        child.inc()
+
+    def warm(self, points: Iterable[tuple[str, str]]) -> None:
+        """Pre-resolve the Success series of known (point, plugin) pairs.
+
+        Optional: lets the daemon create the common series at start-up so
+        the first pods do not pay for resolution and dashboards see zeroes.
+        """
+        for point, plugin in points:
+            key = (point, plugin, Code.SUCCESS)
+            if key not in self._plugin:
+                self._plugin[key] = self._metrics.plugin_execution_duration.labels(
+                    plugin, point, Code.SUCCESS.title
+                )

@@ -1,0 +1,161 @@
+"""Small pieces shared by the in-tree plugins.
+
+kube-scheduler's scores are int64 arithmetic in Go; numpy's ``//`` floors
+where Go truncates toward zero, so the helpers here spell out Go's rounding
+so that vectorized scores equal kube-scheduler's to the unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from scheduler.api.results import MAX_NODE_SCORE
+from scheduler.state.nodetable import NodeTable
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class PluginArgs(BaseModel):
+    """Base of the plugins' ``pluginConfig`` args: kube's camelCase, nothing unknown."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+    )
+
+
+def coerce_args(model: type[ArgsT], args: Any) -> ArgsT:
+    """The plugin's args as its model: ``None`` means kube's defaults, a dict is validated."""
+    if args is None:
+        return model()
+    if isinstance(args, model):
+        return args
+    if isinstance(args, BaseModel):
+        args = args.model_dump(by_alias=True, exclude_unset=True)
+    return model.model_validate(args)
+
+
+def go_div(numerator: IntArray, denominator: IntArray | int) -> IntArray:
+    """Go's int64 division (truncates toward zero); ``denominator`` must be non-zero."""
+    num = np.asarray(numerator, dtype=np.int64)
+    den = np.asarray(denominator, dtype=np.int64)
+    quotient = np.abs(num) // np.abs(den)
+    return np.where((num < 0) != (den < 0), -quotient, quotient).astype(np.int64)
+
+
+def default_normalize_score(
+    scores: IntArray, reverse: bool, max_priority: int = MAX_NODE_SCORE
+) -> IntArray:
+    """kube's DefaultNormalizeScore: scale [0, max] to [0, max_priority], optionally reversed.
+
+    With every score zero, reverse gives everyone ``max_priority`` and
+    no-reverse leaves the zeros alone, exactly as kube does.
+    """
+    scores = np.asarray(scores, dtype=np.int64)
+    if scores.size == 0:
+        return scores.copy()
+    max_count = int(scores.max())
+    if max_count <= 0:
+        if reverse:
+            return np.full_like(scores, max_priority)
+        return scores.copy()
+    out = go_div(scores * max_priority, max_count)
+    if reverse:
+        out = max_priority - out
+    return out
+
+
+def object_uid(obj: Any) -> str:
+    """The UID of an event object, whether a parsed PodInfo or raw API JSON."""
+    uid = getattr(obj, "uid", None)
+    if isinstance(uid, str):
+        return uid
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata") or {}
+        return str(meta.get("uid") or "")
+    return ""
+
+
+class RowKeyIndex:
+    """Which node rows carry each key (an image, a host port ...), kept incrementally.
+
+    The NodeTable bumps ``generation[row]`` on every change of a row; this
+    index re-reads only the rows whose generation moved since the last call
+    (found with one vectorized comparison), so keeping it current costs a few
+    rows per scheduling cycle, not a pass over every node. ``extract`` maps a
+    row to its keys, each with an integer value (an image's size, say).
+    """
+
+    def __init__(self, extract: Callable[[NodeTable, int], Mapping[Hashable, int]]) -> None:
+        self._extract = extract
+        self._table: NodeTable | None = None
+        self._generation: IntArray = np.zeros(0, dtype=np.int64)
+        self._row_keys: dict[int, frozenset[Hashable]] = {}
+        self._masks: dict[Hashable, BoolArray] = {}
+        self._values: dict[Hashable, IntArray] = {}
+        self._capacity = 0
+
+    def _reset(self, table: NodeTable) -> None:
+        self._table = table
+        self._generation = np.full(table.capacity, -1, dtype=np.int64)
+        self._row_keys = {}
+        self._masks = {}
+        self._values = {}
+        self._capacity = table.capacity
+
+    def _grow(self, capacity: int) -> None:
+        old = self._capacity
+        generation = np.full(capacity, -1, dtype=np.int64)
+        generation[:old] = self._generation
+        self._generation = generation
+        for key, mask in list(self._masks.items()):
+            bigger_mask = np.zeros(capacity, dtype=np.bool_)
+            bigger_mask[:old] = mask
+            self._masks[key] = bigger_mask
+            bigger_values = np.zeros(capacity, dtype=np.int64)
+            bigger_values[:old] = self._values[key]
+            self._values[key] = bigger_values
+        self._capacity = capacity
+
+    def refresh(self, table: NodeTable) -> None:
+        """Bring the index up to date with ``table`` (cheap when little changed)."""
+        if self._table is not table:
+            self._reset(table)
+        if table.capacity != self._capacity:
+            self._grow(table.capacity)
+        changed = np.flatnonzero(table.generation != self._generation)
+        for row in changed.tolist():
+            old = self._row_keys.pop(row, frozenset())
+            items = dict(self._extract(table, row)) if table.alive[row] else {}
+            for key in old - items.keys():
+                self._masks[key][row] = False
+                self._values[key][row] = 0
+            for key, value in items.items():
+                mask = self._masks.get(key)
+                if mask is None:
+                    mask = self._masks[key] = np.zeros(self._capacity, dtype=np.bool_)
+                    self._values[key] = np.zeros(self._capacity, dtype=np.int64)
+                mask[row] = True
+                self._values[key][row] = value
+            if items:
+                self._row_keys[row] = frozenset(items)
+            self._generation[row] = table.generation[row]
+
+    def mask(self, key: Hashable) -> BoolArray | None:
+        """Rows (table-wide, length ``capacity``) carrying ``key``; None if no row does."""
+        return self._masks.get(key)
+
+    def values(self, key: Hashable) -> IntArray | None:
+        """The value of ``key`` per row (0 where absent); None if no row carries it."""
+        return self._values.get(key)

@@ -1,0 +1,264 @@
+"""Resource-allocation scoring shared by NodeResourcesFit and BalancedAllocation.
+
+kube-scheduler's ``resourceAllocationScorer``: for each configured resource
+it pairs the node's allocatable amount with what would be requested on it
+once the pod lands, then hands both vectors to a strategy. Here the pairs are
+``(nodes, resources)`` matrices and the strategies work on all nodes at once
+with kube's integer arithmetic.
+
+Two kube rules shape the matrices:
+
+- cpu and memory count already-placed pods at their *non-zero* requests
+  (100m / 200MiB for containers that request nothing) for Fit's strategies,
+  and at their real requests for BalancedAllocation (``use_requested``);
+- a scalar (extended, hugepages, ...) resource the pod does not request, or
+  one the node does not have, is left out of that node's score entirely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, field_validator
+
+from scheduler.api import MAX_NODE_SCORE, NodeSet, PodInfo
+from scheduler.model.resources import is_extended_resource_name, is_scalar_resource_name
+from scheduler.plugins._helpers import PluginArgs
+from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+class ResourceSpec(PluginArgs):
+    """A resource and its weight in a score (kube's ``ResourceSpec``)."""
+
+    name: str = Field(min_length=1)
+    weight: int = 1
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (
+    ResourceSpec(name="cpu", weight=1),
+    ResourceSpec(name="memory", weight=1),
+)
+
+
+def validate_resource_names(specs: Sequence[ResourceSpec]) -> None:
+    seen: set[str] = set()
+    for i, spec in enumerate(specs):
+        if spec.name in seen:
+            raise ValueError(f"resources[{i}].name: Duplicate value: {spec.name!r}")
+        seen.add(spec.name)
+
+
+class WeightedResources(PluginArgs):
+    """Mixin validator: weights in kube's (0, 100] range."""
+
+    @field_validator("resources", check_fields=False)
+    @classmethod
+    def _weights_in_range(cls, value: list[ResourceSpec]) -> list[ResourceSpec]:
+        for i, spec in enumerate(value):
+            if not 0 < spec.weight <= MAX_NODE_SCORE:
+                raise ValueError(
+                    f"resources[{i}].weight: Invalid value: {spec.weight}: "
+                    f"resource weight of {spec.name} should be in range (0, {MAX_NODE_SCORE}]"
+                )
+        validate_resource_names(value)
+        return value
+
+
+def pod_score_requests(pod: PodInfo, names: Sequence[str], use_requested: bool) -> IntArray:
+    """The pod's request per scored resource (cpu in millicores), kube's PreScore state."""
+    out = np.zeros(len(names), dtype=np.int64)
+    for i, name in enumerate(names):
+        if not use_requested and name == "cpu":
+            out[i] = pod.non_zero_requests[0]
+        elif not use_requested and name == "memory":
+            out[i] = pod.non_zero_requests[1]
+        else:
+            out[i] = pod.requests.get(name, 0)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationMatrices:
+    """Allocatable and would-be-requested amounts, ``(nodes, resources)``; 0/0 = not scored."""
+
+    allocatable: IntArray
+    requested: IntArray
+
+    @property
+    def scored(self) -> BoolArray:
+        scored: BoolArray = self.allocatable != 0
+        return scored
+
+
+def allocation_matrices(
+    nodes: NodeSet, names: Sequence[str], pod_requests: IntArray, use_requested: bool
+) -> AllocationMatrices:
+    """kube's calculateResourceAllocatableRequest for every candidate and resource at once."""
+    table = nodes.table
+    rows = nodes.rows
+    n = len(rows)
+    alloc = np.zeros((n, len(names)), dtype=np.int64)
+    req = np.zeros((n, len(names)), dtype=np.int64)
+    for j, name in enumerate(names):
+        pod_request = int(pod_requests[j])
+        if name in ("cpu", "memory"):
+            col = CPU if name == "cpu" else MEMORY
+            if use_requested:
+                placed = table.requested[rows, col]
+            else:
+                placed = table.non_zero_requested[rows, 0 if name == "cpu" else 1]
+            alloc[:, j] = table.allocatable[rows, col]
+            req[:, j] = placed + pod_request
+        elif name == "ephemeral-storage":
+            alloc[:, j] = table.allocatable[rows, EPHEMERAL_STORAGE]
+            req[:, j] = table.requested[rows, EPHEMERAL_STORAGE] + pod_request
+        elif is_scalar_resource_name(name):
+            # A scalar resource the pod does not ask for does not count for it.
+            col_or_none = table.resource_index.get(name)
+            if pod_request == 0 or col_or_none is None:
+                continue
+            alloc[:, j] = table.allocatable[rows, col_or_none]
+            req[:, j] = table.requested[rows, col_or_none] + pod_request
+        # Anything else (e.g. "pods") is not a scored resource in kube: left 0/0.
+    scored = alloc != 0
+    return AllocationMatrices(np.where(scored, alloc, 0), np.where(scored, req, 0))
+
+
+def least_allocated(m: AllocationMatrices, weights: IntArray) -> IntArray:
+    """Favour free capacity: mean over resources of ``(alloc - req) * 100 / alloc``."""
+    scored = m.scored
+    safe_alloc = np.where(scored, m.allocatable, 1)
+    per_resource = np.where(
+        scored & (m.requested <= m.allocatable),
+        (m.allocatable - m.requested) * MAX_NODE_SCORE // safe_alloc,
+        0,
+    )
+    return _weighted_floor_mean(per_resource, scored, weights)
+
+
+def most_allocated(m: AllocationMatrices, weights: IntArray) -> IntArray:
+    """Favour packed nodes: mean of ``min(req, alloc) * 100 / alloc``."""
+    scored = m.scored
+    safe_alloc = np.where(scored, m.allocatable, 1)
+    requested = np.minimum(m.requested, m.allocatable)
+    per_resource = np.where(scored, requested * MAX_NODE_SCORE // safe_alloc, 0)
+    return _weighted_floor_mean(per_resource, scored, weights)
+
+
+def _weighted_floor_mean(per_resource: IntArray, scored: BoolArray, weights: IntArray) -> IntArray:
+    weight_matrix = np.where(scored, weights[np.newaxis, :], 0)
+    node_score = (per_resource * weight_matrix).sum(axis=1)
+    weight_sum = weight_matrix.sum(axis=1)
+    return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0).astype(np.int64)
+
+
+MAX_UTILIZATION = 100
+MAX_CUSTOM_PRIORITY_SCORE = 10
+
+
+def broken_linear(utilization: IntArray, points: Sequence[tuple[int, int]]) -> IntArray:
+    """kube's BuildBrokenLinearFunction, with Go's truncating division on falling segments."""
+    p = np.asarray(utilization, dtype=np.int64)
+    out = np.full(p.shape, points[-1][1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=np.bool_)
+    for i, (u, s) in enumerate(points):
+        here = ~done & (p <= u)
+        if i == 0:
+            value = np.full(p.shape, s, dtype=np.int64)
+        else:
+            u0, s0 = points[i - 1]
+            num = (s - s0) * (p - u0)
+            quotient = np.abs(num) // (u - u0)
+            value = s0 + np.where(num < 0, -quotient, quotient)
+        out = np.where(here, value, out)
+        done |= here
+    return out
+
+
+def requested_to_capacity_ratio(
+    m: AllocationMatrices, weights: IntArray, shape: Sequence[tuple[int, int]]
+) -> IntArray:
+    """Score each resource's utilization through the user's piecewise-linear shape.
+
+    Shape scores are on kube's 0-10 scale and are multiplied by 10; resources
+    scoring 0 drop out of the weighted mean, which is rounded half away from
+    zero (Go's math.Round).
+    """
+    points = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
+    scored = m.scored
+    safe_alloc = np.where(scored, m.allocatable, 1)
+    utilization = np.where(
+        m.requested > m.allocatable,
+        MAX_UTILIZATION,
+        m.requested * MAX_UTILIZATION // safe_alloc,
+    )
+    per_resource = broken_linear(utilization, points)
+    counted = scored & (per_resource > 0)
+    weight_matrix = np.where(counted, weights[np.newaxis, :], 0)
+    node_score = (per_resource * weight_matrix).sum(axis=1)
+    weight_sum = weight_matrix.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = node_score / np.maximum(weight_sum, 1)
+    return np.where(weight_sum > 0, np.floor(mean + 0.5), 0).astype(np.int64)
+
+
+def balanced_allocation(m: AllocationMatrices) -> IntArray:
+    """``(1 - std) * 100`` of the per-resource fractions (capped at 1), as kube computes it.
+
+    With exactly two scored resources kube uses ``|f0 - f1| / 2``; with more
+    the population standard deviation; with fewer, zero. Sums run resource by
+    resource in order so the float results equal Go's.
+    """
+    scored = m.scored
+    n_nodes, n_res = scored.shape
+    safe_alloc = np.where(scored, m.allocatable, 1).astype(np.float64)
+    fractions = np.minimum(m.requested.astype(np.float64) / safe_alloc, 1.0)
+    count = scored.sum(axis=1)
+    total = np.zeros(n_nodes, dtype=np.float64)
+    for j in range(n_res):
+        total = total + np.where(scored[:, j], fractions[:, j], 0.0)
+    std = np.zeros(n_nodes, dtype=np.float64)
+    # Two scored resources: the first and second in resource order.
+    first = np.full(n_nodes, np.nan)
+    second = np.full(n_nodes, np.nan)
+    for j in range(n_res):
+        take_first = scored[:, j] & np.isnan(first)
+        take_second = scored[:, j] & ~np.isnan(first) & ~take_first & np.isnan(second)
+        first = np.where(take_first, fractions[:, j], first)
+        second = np.where(take_second, fractions[:, j], second)
+    two = count == 2
+    std = np.where(two, np.abs((first - second) / 2), std)
+    many = count > 2
+    if many.any():
+        mean = total / np.maximum(count, 1)
+        acc = np.zeros(n_nodes, dtype=np.float64)
+        for j in range(n_res):
+            dev = fractions[:, j] - mean
+            acc = acc + np.where(scored[:, j], dev * dev, 0.0)
+        std = np.where(many, np.sqrt(acc / np.maximum(count, 1)), std)
+    return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "STANDARD_RESOURCES",
+    "AllocationMatrices",
+    "ResourceSpec",
+    "allocation_matrices",
+    "balanced_allocation",
+    "broken_linear",
+    "is_extended_resource_name",
+    "is_scalar_resource_name",
+    "least_allocated",
+    "most_allocated",
+    "pod_score_requests",
+    "requested_to_capacity_ratio",
+]

@@ -1,0 +1,256 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full is it.
+
+Filter compares, for every candidate at once, the pod's effective requests
+(``PodInfo.requests``: init containers, sidecars and overhead already folded
+in) with allocatable minus what placed pods request, resource by resource, and
+rejects with kube's reasons ("Insufficient cpu", "Too many pods", ...). Score
+ranks the feasible nodes with the configured ``scoringStrategy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, model_validator
+
+from scheduler.api import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    FilterResult,
+    NodeSet,
+    Plugin,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    Status,
+    hookimpl,
+)
+from scheduler.api.handle import Handle
+from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.plugins.noderesources.allocation import (
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+    WeightedResources,
+    allocation_matrices,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    least_allocated,
+    most_allocated,
+    pod_score_requests,
+    requested_to_capacity_ratio,
+)
+from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+IntArray = npt.NDArray[np.int64]
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+
+class UtilizationShapePoint(PluginArgs):
+    utilization: int = Field(ge=0, le=100)
+    score: int = Field(ge=0, le=10)
+
+
+class RequestedToCapacityRatioParam(PluginArgs):
+    shape: list[UtilizationShapePoint] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _increasing(self) -> RequestedToCapacityRatioParam:
+        for i in range(1, len(self.shape)):
+            if self.shape[i].utilization <= self.shape[i - 1].utilization:
+                raise ValueError(
+                    f"shape[{i}].utilization: Invalid value: {self.shape[i].utilization}: "
+                    "utilization values must be sorted in increasing order"
+                )
+        return self
+
+
+class ScoringStrategy(WeightedResources):
+    type: Literal["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"] = "LeastAllocated"
+    resources: list[ResourceSpec] = Field(default_factory=lambda: list(DEFAULT_RESOURCES))
+    requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = None
+
+    @model_validator(mode="after")
+    def _defaults_and_shape(self) -> ScoringStrategy:
+        if not self.resources:
+            # kube's v1 defaulting: an empty list means cpu and memory, weight 1.
+            object.__setattr__(self, "resources", list(DEFAULT_RESOURCES))
+        if self.type == REQUESTED_TO_CAPACITY_RATIO and self.requested_to_capacity_ratio is None:
+            raise ValueError(
+                "requestedToCapacityRatio: Required value: "
+                "requestedToCapacityRatio is required for RequestedToCapacityRatio"
+            )
+        return self
+
+
+class NodeResourcesFitArgs(PluginArgs):
+    """kube's ``NodeResourcesFitArgs`` (v1) with its defaults."""
+
+    ignored_resources: list[str] = Field(default_factory=list)
+    ignored_resource_groups: list[str] = Field(default_factory=list)
+    scoring_strategy: ScoringStrategy = Field(default_factory=ScoringStrategy)
+
+    @model_validator(mode="after")
+    def _groups_have_no_slash(self) -> NodeResourcesFitArgs:
+        for i, group in enumerate(self.ignored_resource_groups):
+            if "/" in group:
+                raise ValueError(
+                    f"ignoredResourceGroups[{i}]: Invalid value: {group!r}: "
+                    "resource group name can't contain '/'"
+                )
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PodRequest:
+    """The pod's requests checked by Filter (PreFilter state; read-only, so shared on clone)."""
+
+    cpu: int
+    memory: int
+    ephemeral_storage: int
+    scalars: tuple[tuple[str, int], ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.cpu or self.memory or self.ephemeral_storage or self.scalars)
+
+
+def compute_pod_request(pod: PodInfo) -> _PodRequest:
+    """kube's computePodResourceRequest over the parsed requests (only resources kube checks)."""
+    scalars = tuple(
+        (name, amount)
+        for name, amount in sorted(pod.requests.items())
+        if amount > 0 and is_scalar_resource_name(name)
+    )
+    return _PodRequest(
+        cpu=pod.requests.get("cpu", 0),
+        memory=pod.requests.get("memory", 0),
+        ephemeral_storage=pod.requests.get("ephemeral-storage", 0),
+        scalars=scalars,
+    )
+
+
+def _deleted_pod_was_placed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """Deleting a pod frees room only if it was on (or nominated to) a node."""
+    if new is not None:
+        return QueueingHint.QUEUE
+    if isinstance(old, dict):
+        spec = old.get("spec") or {}
+        status = old.get("status") or {}
+        placed = spec.get("nodeName") or status.get("nominatedNodeName")
+    else:
+        placed = getattr(old, "node_name", "") or getattr(old, "nominated_node_name", "")
+    return QueueingHint.QUEUE if placed else QueueingHint.SKIP
+
+
+class NodeResourcesFit(Plugin):
+    api_version: ClassVar[str] = "1.0"
+    name: ClassVar[str] = NAME
+    Args = NodeResourcesFitArgs
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        super().__init__(coerce_args(NodeResourcesFitArgs, args), handle)
+        parsed: NodeResourcesFitArgs = self.args
+        self.ignored_resources = frozenset(parsed.ignored_resources)
+        self.ignored_resource_groups = frozenset(parsed.ignored_resource_groups)
+        strategy = parsed.scoring_strategy
+        self.strategy = strategy.type
+        self.resource_names = tuple(spec.name for spec in strategy.resources)
+        self.weights = np.array([spec.weight for spec in strategy.resources], dtype=np.int64)
+        ratio = strategy.requested_to_capacity_ratio
+        self.shape = tuple((p.utilization, p.score) for p in ratio.shape) if ratio else ()
+
+    # -- filter ---------------------------------------------------------------------
+
+    @hookimpl
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> None:
+        state.write(PRE_FILTER_STATE_KEY, compute_pod_request(pod))
+
+    def _ignored(self, name: str) -> bool:
+        if not is_extended_resource_name(name):
+            return False
+        group = name.split("/", 1)[0]
+        return name in self.ignored_resources or group in self.ignored_resource_groups
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+        request = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(request, _PodRequest):
+            request = compute_pod_request(pod)
+        table = nodes.table
+        rows = nodes.rows
+        result = FilterResult(len(rows))
+        allocatable = table.allocatable
+        requested = table.requested
+        result.reject(requested[rows, PODS] + 1 > allocatable[rows, PODS], "Too many pods")
+        if request.empty:
+            return result
+        for amount, col, reason in (
+            (request.cpu, CPU, "Insufficient cpu"),
+            (request.memory, MEMORY, "Insufficient memory"),
+            (request.ephemeral_storage, EPHEMERAL_STORAGE, "Insufficient ephemeral-storage"),
+        ):
+            if amount > 0:
+                free = allocatable[rows, col] - requested[rows, col]
+                result.reject(amount > free, reason)
+        for name, amount in request.scalars:
+            if self._ignored(name):
+                continue
+            col_or_none = table.resource_index.get(name)
+            if col_or_none is None:
+                # No node has ever offered it: every candidate lacks it.
+                insufficient = np.ones(len(rows), dtype=np.bool_)
+            else:
+                free = allocatable[rows, col_or_none] - requested[rows, col_or_none]
+                insufficient = amount > free
+            result.reject(insufficient, f"Insufficient {name}")
+        return result
+
+    # -- score ----------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> None:
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            pod_score_requests(pod, self.resource_names, use_requested=False),
+        )
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray | Status:
+        pod_requests = state.get(PRE_SCORE_STATE_KEY)
+        if pod_requests is None:
+            pod_requests = pod_score_requests(pod, self.resource_names, use_requested=False)
+        matrices = allocation_matrices(nodes, self.resource_names, pod_requests, False)
+        if self.strategy == MOST_ALLOCATED:
+            scores = most_allocated(matrices, self.weights)
+        elif self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            scores = requested_to_capacity_ratio(matrices, self.weights, self.shape)
+        else:
+            scores = least_allocated(matrices, self.weights)
+        return np.clip(scores, 0, MAX_NODE_SCORE)
+
+    # -- requeueing -----------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                _deleted_pod_was_placed,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
+            ),
+        ]

@@ -1,0 +1,1 @@
+"""Cluster state as column-oriented tables that scheduling-cycle hooks read."""

@@ -1,0 +1,165 @@
+"""List: kinds, resourceVersions, label and field selectors, pagination."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client
+
+from .kube_helpers import binding, error, pod, raw, read_json
+
+
+async def _names(core: client.CoreV1Api, namespace: str, **kwargs: str) -> list[str]:
+    result = await core.list_namespaced_pod(namespace, **kwargs)
+    return sorted(p.metadata.name for p in result.items)
+
+
+async def test_list_shape(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    last = await core.create_namespaced_pod(namespace, pod("a"))
+    body = await read_json(await core.list_namespaced_pod(namespace, _preload_content=False))
+    assert body["kind"] == "PodList" and body["apiVersion"] == "v1"
+    assert int(body["metadata"]["resourceVersion"]) >= int(last.metadata.resource_version)
+    assert [item["metadata"]["name"] for item in body["items"]] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=web", ["w1", "w2"]),
+        ("app==web", ["w1", "w2"]),
+        ("app!=web", ["d1", "plain"]),
+        ("app in (web,db)", ["d1", "w1", "w2"]),
+        ("app notin (web)", ["d1", "plain"]),
+        ("tier", ["w1"]),
+        ("!tier", ["d1", "plain", "w2"]),
+        ("app=web,!tier", ["w2"]),
+    ],
+)
+async def test_label_selectors(
+    api_client: client.ApiClient, namespace: str, selector: str, expected: list[str]
+) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("w1", labels={"app": "web", "tier": "front"}))
+    await core.create_namespaced_pod(namespace, pod("w2", labels={"app": "web"}))
+    await core.create_namespaced_pod(namespace, pod("d1", labels={"app": "db"}))
+    await core.create_namespaced_pod(namespace, pod("plain"))
+    assert await _names(core, namespace, label_selector=selector) == expected
+
+
+async def test_bad_label_selector_is_400(api_client: client.ApiClient, namespace: str) -> None:
+    with pytest.raises(client.ApiException) as exc:
+        await client.CoreV1Api(api_client).list_namespaced_pod(namespace, label_selector="a in (")
+    assert exc.value.status == 400
+
+
+async def test_field_selectors(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("bound", scheduler="custom"))
+    await core.create_namespaced_pod(namespace, pod("pending"))
+    await core.create_namespaced_pod_binding(
+        "bound", namespace, binding("bound", "node-1"), _preload_content=False
+    )
+    assert await _names(core, namespace, field_selector="spec.nodeName=node-1") == ["bound"]
+    assert await _names(core, namespace, field_selector="spec.nodeName=") == ["pending"]
+    assert await _names(core, namespace, field_selector="metadata.name=pending") == ["pending"]
+    assert await _names(core, namespace, field_selector=f"metadata.namespace={namespace}") == [
+        "bound",
+        "pending",
+    ]
+    assert await _names(core, namespace, field_selector="spec.schedulerName=custom") == ["bound"]
+    kube_scheduler = "status.phase!=Succeeded,status.phase!=Failed"
+    assert await _names(core, namespace, field_selector=kube_scheduler) == ["bound", "pending"]
+    assert await _names(core, namespace, field_selector="status.phase=Pending,spec.nodeName!=") == [
+        "bound"
+    ]
+    nodes = await client.CoreV1Api(api_client).list_node(
+        field_selector="metadata.name=no-such-node-zz"
+    )
+    assert nodes.items == []
+
+
+async def test_unsupported_field_selector_is_400(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    with pytest.raises(client.ApiException) as exc:
+        await client.CoreV1Api(api_client).list_namespaced_pod(
+            namespace, field_selector="spec.notAField=x"
+        )
+    assert exc.value.status == 400 and error(exc.value)["reason"] == "BadRequest"
+    assert "field label not supported: spec.notAField" in error(exc.value)["message"]
+
+
+async def test_limit_and_continue(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    names = [f"p{i:02d}" for i in range(7)]
+    for name in names:
+        await core.create_namespaced_pod(namespace, pod(name))
+    seen: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        page = await read_json(
+            await core.list_namespaced_pod(
+                namespace, limit=3, _continue=token or None, _preload_content=False
+            )
+        )
+        pages += 1
+        seen += [p["metadata"]["name"] for p in page["items"]]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+        assert page["metadata"]["remainingItemCount"] == 7 - len(seen)
+    assert seen == names and pages == 3
+
+
+async def test_continue_is_a_consistent_snapshot(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    for name in ("a", "b", "c"):
+        await core.create_namespaced_pod(namespace, pod(name))
+    first = await read_json(
+        await core.list_namespaced_pod(namespace, limit=1, _preload_content=False)
+    )
+    await core.create_namespaced_pod(namespace, pod("d"))
+    await core.delete_namespaced_pod("c", namespace)
+    rest = await read_json(
+        await core.list_namespaced_pod(
+            namespace, limit=10, _continue=first["metadata"]["continue"], _preload_content=False
+        )
+    )
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["b", "c"]
+    assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+async def test_resource_version_match(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("old"))
+    listed = await read_json(await core.list_namespaced_pod(namespace, _preload_content=False))
+    rv = listed["metadata"]["resourceVersion"]
+    await core.create_namespaced_pod(namespace, pod("new"))
+    exact = await read_json(
+        await core.list_namespaced_pod(
+            namespace, resource_version=rv, resource_version_match="Exact", _preload_content=False
+        )
+    )
+    assert [p["metadata"]["name"] for p in exact["items"]] == ["old"]
+    assert exact["metadata"]["resourceVersion"] == rv
+    newer = await read_json(
+        await core.list_namespaced_pod(
+            namespace,
+            resource_version=rv,
+            resource_version_match="NotOlderThan",
+            _preload_content=False,
+        )
+    )
+    assert sorted(p["metadata"]["name"] for p in newer["items"]) == ["new", "old"]
+    any_version = await core.list_namespaced_pod(namespace, resource_version="0")
+    assert len(any_version.items) == 2
+    status, body, _ = await raw(
+        api_client,
+        "GET",
+        f"/api/v1/namespaces/{namespace}/pods",
+        params={"resourceVersionMatch": "Exact"},
+    )
+    assert status == 422 and body["reason"] == "Invalid"

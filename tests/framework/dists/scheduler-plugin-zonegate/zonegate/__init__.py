@@ -1,0 +1,1 @@
+"""Test distribution: a real plugin installed through its entry point."""

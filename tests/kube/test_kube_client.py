@@ -1,0 +1,355 @@
+"""KubeClient against the emulator over HTTP: paging, errors, retries, watch."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import certifi
+import pytest
+from kubernetes_asyncio.config import incluster_config, kube_config
+
+from scheduler.emulator import EmulatorServer
+from scheduler.emulator.errors import ApiError as EmulatedError
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Gone,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    error_from_response,
+)
+from tests.kube.conftest import ClientFactory
+from tests.kube.helpers import node, pod
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def requests_to(emulator: EmulatorServer, path_part: str, method: str = "") -> list[Any]:
+    return [
+        r
+        for r in emulator.request_log
+        if path_part in r.path and (not method or r.method == method)
+    ]
+
+
+async def create_pod(client: KubeClient, name: str) -> dict[str, Any]:
+    created = await client.request("POST", PODS, body=pod(name))
+    assert isinstance(created, dict)
+    return created
+
+
+async def test_list_pages_with_limit_and_continue(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    for i in range(7):
+        await client.request("POST", "/api/v1/nodes", body=node(f"n{i}"))
+    emulator.request_log.clear()
+
+    items, rv = await client.list(
+        "/api/v1/nodes", {"resourceVersion": "0", "labelSelector": ""}, limit=3
+    )
+
+    assert [i["metadata"]["name"] for i in items] == [f"n{i}" for i in range(7)]
+    assert rv == str(emulator.store.rv)
+    queries = [parse_qs(r.query) for r in requests_to(emulator, "/api/v1/nodes", "GET")]
+    assert len(queries) == 3
+    assert all(q["limit"] == ["3"] for q in queries)
+    assert "continue" not in queries[0] and queries[0]["resourceVersion"] == ["0"]
+    # Later pages carry the token only: the API server rejects a version beside it.
+    assert all("continue" in q and "resourceVersion" not in q for q in queries[1:])
+
+
+async def test_list_falls_back_to_full_list_when_continue_token_expires(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    for i in range(5):
+        await create_pod(client, f"p{i}")
+    original = client.request
+    calls = 0
+
+    async def compact_after_first_page(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = await original(*args, **kwargs)
+        calls += 1
+        if calls == 1:
+            # A write, then compaction: the token of page one is now too old.
+            emulator.store.create(emulator.store.type("", "v1", "pods"), pod("late"))
+            emulator.store.compact()
+        return result
+
+    client.request = compact_after_first_page  # type: ignore[method-assign]
+    emulator.request_log.clear()
+
+    items, _ = await client.list(PODS, limit=2)
+
+    assert sorted(i["metadata"]["name"] for i in items) == ["late"] + [f"p{i}" for i in range(5)]
+    statuses = [r.status for r in requests_to(emulator, PODS, "GET")]
+    assert statuses == [200, 410, 200]
+    assert "limit" not in parse_qs(requests_to(emulator, PODS, "GET")[-1].query)
+
+
+async def test_errors_are_typed_and_name_request_and_object(client: KubeClient) -> None:
+    with pytest.raises(NotFound) as missing:
+        await client.get(f"{PODS}/nope")
+    assert missing.value.status == 404 and missing.value.reason == "NotFound"
+    assert f"GET {PODS}/nope" in str(missing.value)
+    assert 'pods "default/nope"' in str(missing.value)
+    assert missing.value.message == 'pods "nope" not found'
+
+    await create_pod(client, "dup")
+    with pytest.raises(AlreadyExists) as exists:
+        await create_pod(client, "dup")
+    assert isinstance(exists.value, Conflict) and exists.value.status == 409
+    assert f"POST {PODS}" in str(exists.value) and '"dup" already exists' in str(exists.value)
+
+    lease_path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l1"
+    lease = await client.request(
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        body={"metadata": {"name": "l1"}, "spec": {"holderIdentity": "a"}},
+    )
+    stale = {**lease, "metadata": {**lease["metadata"], "resourceVersion": "1"}}
+    with pytest.raises(Conflict) as conflict:
+        await client.request("PUT", lease_path, body=stale)
+    assert not isinstance(conflict.value, AlreadyExists)
+    assert conflict.value.reason == "Conflict"
+    assert f"PUT {lease_path}" in str(conflict.value)
+    assert 'leases "default/l1"' in str(conflict.value)
+
+
+def test_error_mapping_without_status_body() -> None:
+    error = error_from_response(
+        503, b"<html>bad gateway</html>", method="GET", path="/api/v1/nodes/n1"
+    )
+    assert isinstance(error, ServerError) and error.status == 503
+    assert "bad gateway" in error.message and 'nodes "n1"' in str(error)
+    throttled = error_from_response(
+        429, b"", method="GET", path="/api/v1/pods", retry_after_header="3"
+    )
+    assert isinstance(throttled, TooManyRequests) and throttled.retry_after == 3.0
+    gone = error_from_response(
+        410,
+        b'{"kind":"Status","code":410,"reason":"Expired","message":"too old"}',
+        method="GET",
+        path="/api/v1/pods",
+    )
+    assert isinstance(gone, Gone) and gone.reason == "Expired"
+
+
+async def test_429_on_binding_honours_retry_after(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    created = await create_pod(client, "p")
+    emulator.faults.fail(429, verb="create", resource="pods/binding", retry_after=1, count=1)
+
+    started = time.monotonic()
+    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+    elapsed = time.monotonic() - started
+
+    assert elapsed >= 0.95, "the retry must wait for Retry-After"
+    assert [r.status for r in requests_to(emulator, "/binding")] == [429, 201]
+    assert (await client.get(f"{PODS}/p"))["spec"]["nodeName"] == "n1"
+
+
+async def test_429_is_retried_even_for_create(client: KubeClient, emulator: EmulatorServer) -> None:
+    emulator.faults.fail(429, verb="create", resource="pods", retry_after=0, count=2)
+    await create_pod(client, "p")
+    assert [r.status for r in requests_to(emulator, PODS, "POST")] == [429, 429, 201]
+
+
+async def test_500_on_binding_is_retried(client: KubeClient, emulator: EmulatorServer) -> None:
+    created = await create_pod(client, "p")
+    emulator.faults.fail(500, verb="create", resource="pods/binding", count=2)
+
+    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+
+    assert [r.status for r in requests_to(emulator, "/binding")] == [500, 500, 201]
+    assert (await client.get(f"{PODS}/p"))["spec"]["nodeName"] == "n1"
+
+
+def commit_then_fail_first_binding(emulator: EmulatorServer, *, bind_to: str) -> None:
+    """The first binding is applied by the server but its answer is lost (a 500).
+
+    That is what a timeout or a proxy error after the commit looks like to the
+    client, and the case the "already assigned" rule exists for.
+    """
+    original = emulator.faults.check
+    done = False
+
+    def check(verb: str, resource: str, path: str) -> tuple[float, EmulatedError | None]:
+        nonlocal done
+        if resource == "pods/binding" and not done:
+            done = True
+            name = path.rstrip("/").split("/")[-2]
+            emulator.store.bind("default", name, {"target": {"name": bind_to}})
+            return 0.0, EmulatedError(500, "InternalError", "etcdserver: request timed out")
+        return original(verb, resource, path)
+
+    emulator.faults.check = check  # type: ignore[method-assign]
+
+
+async def test_retried_binding_already_on_our_node_counts_as_success(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    created = await create_pod(client, "p")
+    commit_then_fail_first_binding(emulator, bind_to="n1")
+
+    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+
+    assert [r.status for r in requests_to(emulator, "/binding")] == [500, 409]
+
+
+async def test_retried_binding_on_another_node_is_a_conflict(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    created = await create_pod(client, "p")
+    commit_then_fail_first_binding(emulator, bind_to="other")
+
+    with pytest.raises(Conflict) as conflict:
+        await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+    assert 'already assigned to node "other"' in conflict.value.message
+    assert "POST /api/v1/namespaces/default/pods/p/binding" in str(conflict.value)
+
+
+async def test_first_binding_answering_already_assigned_stays_an_error(
+    client: KubeClient,
+) -> None:
+    created = await create_pod(client, "p")
+    uid = created["metadata"]["uid"]
+    await client.bind_pod("default", "p", uid, "n1")
+    with pytest.raises(Conflict):
+        await client.bind_pod("default", "p", uid, "n1")
+
+
+async def test_binding_uid_precondition(client: KubeClient) -> None:
+    await create_pod(client, "p")
+    with pytest.raises(Conflict) as conflict:
+        await client.bind_pod("default", "p", "some-other-uid", "n1")
+    assert "UID in precondition" in conflict.value.message
+
+
+async def test_post_is_not_retried_on_500(client: KubeClient, emulator: EmulatorServer) -> None:
+    emulator.faults.fail(500, verb="create", resource="pods", count=1)
+    with pytest.raises(ServerError) as failed:
+        await create_pod(client, "p")
+    assert failed.value.status == 500
+    assert len(requests_to(emulator, PODS, "POST")) == 1
+
+
+async def test_get_is_retried_on_500_with_a_bound(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    emulator.faults.fail(500, verb="get", resource="nodes", count=None)
+    with pytest.raises(ServerError):
+        await client.get("/api/v1/nodes/n1")
+    # One attempt plus max_retries (4 in the tests' policy), then give up.
+    assert len(requests_to(emulator, "/api/v1/nodes/n1")) == 5
+
+
+async def test_patch_pod_status_strategic_merge(client: KubeClient) -> None:
+    await create_pod(client, "p")
+    await client.patch_pod_status(
+        "default",
+        "p",
+        {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+    )
+    patched = await client.patch_pod_status(
+        "default",
+        "p",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available",
+                    }
+                ]
+            }
+        },
+    )
+    by_type = {c["type"]: c for c in patched["status"]["conditions"]}
+    assert set(by_type) == {"Ready", "PodScheduled"}, "conditions merge by type"
+    assert by_type["PodScheduled"]["reason"] == "Unschedulable"
+
+
+async def test_request_satisfies_plugin_protocol(client: KubeClient) -> None:
+    from scheduler.api.handle import KubeClient as KubeClientProtocol
+
+    proto: KubeClientProtocol = client
+    version = await proto.request("GET", "/version")
+    assert "gitVersion" in version
+    assert await proto.request("GET", "/healthz") == "ok", "non-JSON answers come back as text"
+
+
+async def test_watch_streams_events_and_maps_410(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    _, rv = await client.list(PODS)
+    await create_pod(client, "w1")
+    seen: list[tuple[str, str]] = []
+    async with asyncio.timeout(5), aclosing(client.watch(PODS, {"resourceVersion": rv})) as stream:
+        async for kind, obj in stream:
+            seen.append((kind, obj["metadata"]["name"]))
+            break
+    assert seen == [("ADDED", "w1")]
+
+    emulator.store.compact()
+    await create_pod(client, "w2")
+    with pytest.raises(Gone) as gone:
+        async with asyncio.timeout(5):
+            async for _ in client.watch(PODS, {"resourceVersion": rv}):
+                pass
+    assert gone.value.status == 410 and "GET " + PODS in str(gone.value)
+
+
+async def test_transport_error_is_an_api_error(
+    make_client: ClientFactory, emulator: EmulatorServer
+) -> None:
+    client = await make_client()
+    await emulator.stop()
+    with pytest.raises(ApiError) as failed:
+        await client.request("POST", PODS, body=pod("x"))
+    assert failed.value.status == 0 and f"POST {PODS}" in str(failed.value)
+
+
+async def test_default_kubeconfig_when_not_in_cluster(
+    emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = emulator.write_kubeconfig(tmp_path / "default-kubeconfig")
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(default))
+    # The variable without a mounted token is not "in cluster": fall back.
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(tmp_path / "no-token"))
+    async with await KubeClient.from_kubeconfig(None, qps=5, burst=10) as client:
+        assert client.host == emulator.url
+        assert (await client.get("/version"))["major"]
+
+
+async def test_in_cluster_config_is_preferred(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret-token")
+    ca = tmp_path / "ca.crt"
+    shutil.copyfile(certifi.where(), ca)  # any valid CA bundle will do
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    async with await KubeClient.from_kubeconfig(None, qps=5, burst=10) as client:
+        configuration = client.api_client.configuration
+        assert client.host == "https://10.0.0.1:6443"
+        assert configuration.api_key["BearerToken"] == "Bearer secret-token"
+        assert configuration.ssl_ca_cert == str(ca)

@@ -1,0 +1,111 @@
+"""NodeResourcesBalancedAllocation, with kube's balanced_allocation_test.go inputs.
+
+Expected scores are kube's current std-deviation formula (its test comments:
+75%/50% -> std 0.125 -> 87). Placed pods count at their real requests
+(kube's ``useRequested``); a pod requesting nothing is skipped at PreScore (kubernetes#129138).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from scheduler.plugins.noderesources import NodeResourcesBalancedAllocation
+from scheduler.plugins.noderesources.balanced import NodeResourcesBalancedAllocationArgs
+from tests.plugins.builders import FakeHandle, make_node, make_pod, make_table, new_state, pod_info
+
+CPU_ONLY = [{"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"}]
+CPU_AND_MEMORY = [{"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m", "memory": "3000"}]
+
+
+def node(name: str, milli: int, memory: int) -> dict[str, Any]:
+    return make_node(name, cpu=f"{milli}m", memory=str(memory))
+
+
+CASES: list[tuple[str, Any, Any, Any, list[int]]] = [
+    (
+        "nothing scheduled, resources requested, differently sized nodes",
+        CPU_AND_MEMORY,
+        [node("m1", 4000, 10000), node("m2", 6000, 10000)],
+        [],
+        [87, 100],
+    ),
+    (
+        "resources requested, pods scheduled with resources",
+        CPU_AND_MEMORY,
+        [node("m1", 10000, 20000), node("m2", 10000, 20000)],
+        [("m1", CPU_ONLY), ("m2", CPU_AND_MEMORY)],
+        [82, 95],
+    ),
+    (
+        "resources requested, pods scheduled with resources, differently sized nodes",
+        CPU_AND_MEMORY,
+        [node("m1", 10000, 20000), node("m2", 10000, 50000)],
+        [("m1", CPU_ONLY), ("m2", CPU_AND_MEMORY)],
+        [82, 80],
+    ),
+    (
+        "requested resources at node capacity",
+        CPU_ONLY,
+        [node("m1", 4000, 10000), node("m2", 4000, 10000)],
+        [("m1", CPU_ONLY), ("m2", CPU_AND_MEMORY)],
+        [50, 75],
+    ),
+    (
+        "zero node resources, pods scheduled with resources",
+        CPU_ONLY,
+        [make_node("m1"), make_node("m2")],
+        [("m1", CPU_ONLY), ("m2", CPU_AND_MEMORY)],
+        [100, 100],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "requests", "nodes", "existing", "expected"), CASES, ids=[c[0] for c in CASES]
+)
+def test_score(name: str, requests: Any, nodes: Any, existing: Any, expected: list[int]) -> None:
+    table = make_table(nodes, [make_pod(node_name=n, requests=r) for n, r in existing])
+    plugin = NodeResourcesBalancedAllocation(None, FakeHandle(table))
+    state, info, all_nodes = new_state(), pod_info(requests=requests), table.all_nodes()
+    assert plugin.pre_score(state, info, all_nodes) is None
+    assert plugin.score(state, info, all_nodes).tolist() == expected
+
+
+def test_three_resources_use_population_std() -> None:
+    # cpu 3/4 = .75, memory 5000/10000 = .5, foo 1/4 = .25: std = sqrt(1/24) -> 79.
+    nodes = [make_node("m1", cpu="4", memory="10000", extended={"example.com/foo": "4"})]
+    table = make_table(nodes)
+    args = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": "example.com/foo"}]}
+    plugin = NodeResourcesBalancedAllocation(args, FakeHandle(table))
+    info = pod_info(requests=[{"cpu": "3", "memory": "5000", "example.com/foo": "1"}])
+    state = new_state()
+    plugin.pre_score(state, info, table.all_nodes())
+    assert plugin.score(state, info, table.all_nodes()).tolist() == [79]
+
+
+def test_best_effort_pod_is_skipped() -> None:
+    table = make_table([node("m1", 4000, 10000)])
+    plugin = NodeResourcesBalancedAllocation(None, FakeHandle(table))
+    status = plugin.pre_score(new_state(), pod_info(requests=[{}]), table.all_nodes())
+    assert status is not None and status.is_skip()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"resources": [{"name": "cpu", "weight": 2}]},
+        {"resources": [{"name": "cpu"}, {"name": "cpu"}]},
+        {"weights": 1},
+    ],
+)
+def test_invalid_args(args: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        NodeResourcesBalancedAllocationArgs.model_validate(args)
+
+
+def test_default_args() -> None:
+    args = NodeResourcesBalancedAllocationArgs()
+    assert [(r.name, r.weight) for r in args.resources] == [("cpu", 1), ("memory", 1)]
