@@ -13,6 +13,13 @@ from typing import Any
 
 
 class CycleState:
+    """Key-value store for one scheduling attempt; keys are namespaced by plugin name.
+
+    ``skip_filter_plugins`` / ``skip_score_plugins`` record PreFilter and
+    PreScore Skip results; ``record_plugin_metrics`` says whether this attempt
+    is one of the sampled ones whose plugin calls are timed.
+    """
+
     __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:

@@ -73,6 +73,13 @@ class ClusterEvent:
 
 
 HintFn = Callable[[PodInfo, Any, Any], QueueingHint]
+"""``hint(pod, old, new)``: may the change help the rejected ``pod``?
+
+``old`` and ``new`` are the changed object's raw API JSON (dicts) before and
+after the change; ``old`` is None for an add and ``new`` is None for a
+delete. A hint that raises counts as QUEUE, so a buggy hint can delay a pod
+but never strand it.
+"""
 
 
 @dataclass(frozen=True, slots=True)

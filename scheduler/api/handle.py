@@ -11,7 +11,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.state.nodetable import NodeTable
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.status import Status
+from scheduler.state.nodetable import NodeInfo, NodeTable
 from scheduler.state.pod import PodInfo
 
 
@@ -55,6 +57,21 @@ class KubeClient(Protocol):
     ) -> Any: ...
 
 
+class FrameworkRunner(Protocol):
+    """The parts of the profile's framework a plugin may drive (preemption does)."""
+
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Run every Filter plugin on one node; the first rejection is returned."""
+
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
@@ -65,6 +82,10 @@ class Handle(Protocol):
 
     @property
     def client(self) -> KubeClient: ...
+
+    @property
+    def framework(self) -> FrameworkRunner:
+        """The profile's framework (available once every plugin is constructed)."""
 
     @property
     def logger(self) -> structlog.typing.FilteringBoundLogger: ...

@@ -21,9 +21,11 @@ from scheduler.errors import UserError
 COMMAND_MODULES: tuple[str, ...] = (
     "run_cmd",
     "simulate_cmd",
+    "explain_cmd",
     "plugins_cmd",
     "config_cmd",
     "emulator_cmd",
+    "newplugin_cmd",
 )
 
 

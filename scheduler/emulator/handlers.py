@@ -41,7 +41,7 @@ MIN_REQUEST_TIMEOUT = 1800.0
 
 
 def json_response(body: bytes, status: int = 200) -> web.Response:
-    return web.Response(body=body, status=status, content_type=JSON)
+    return web.Response(body=body, status=status, headers={"Content-Type": JSON})
 
 
 def verb_of(method: str, rp: ResourcePath, watch: bool) -> str:
@@ -75,7 +75,9 @@ class ResourceHandlers:
             raise errors.path_not_found()
         return rt
 
-    async def handle(self, request: web.Request, rp: ResourcePath, verb: str) -> web.StreamResponse:
+    async def handle(
+        self, request: web.BaseRequest, rp: ResourcePath, verb: str
+    ) -> web.StreamResponse:
         rt = self.resolve(rp)
         ns = rp.namespace or ""
         if verb in ("list", "watch") and rp.legacy_watch:
@@ -115,7 +117,7 @@ class ResourceHandlers:
             return await self.delete_collection(request, rt, rp)
         raise errors.method_not_allowed()
 
-    async def _object_body(self, request: web.Request, rt: ResourceType) -> dict[str, Any]:
+    async def _object_body(self, request: web.BaseRequest, rt: ResourceType) -> dict[str, Any]:
         body = decode_body(await request.read(), request.content_type, rt.kind)
         if not isinstance(body, dict):
             raise errors.bad_request(
@@ -124,7 +126,7 @@ class ResourceHandlers:
         return body
 
     async def create(
-        self, request: web.Request, rt: ResourceType, rp: ResourcePath
+        self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.Response:
         ns = rp.namespace or ""
         if rp.subresource == "binding":
@@ -141,7 +143,9 @@ class ResourceHandlers:
         entry = self.store.create_entry(rt, body, namespace=rp.namespace)
         return json_response(entry.encoded(rt.codec), 201)
 
-    async def patch(self, request: web.Request, rt: ResourceType, rp: ResourcePath) -> web.Response:
+    async def patch(
+        self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
+    ) -> web.Response:
         if rp.subresource not in ("", "status"):
             raise errors.method_not_allowed()
         content_type = request.content_type
@@ -189,7 +193,7 @@ class ResourceHandlers:
         )
         return json_response(entry.encoded(rt.codec))
 
-    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if request.can_read_body:
             raw = await request.read()
@@ -209,7 +213,7 @@ class ResourceHandlers:
         return options
 
     async def delete(
-        self, request: web.Request, rt: ResourceType, rp: ResourcePath
+        self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.Response:
         if rp.subresource:
             raise errors.method_not_allowed()
@@ -231,7 +235,7 @@ class ResourceHandlers:
         return json_response(entry.encoded(rt.codec))
 
     async def delete_collection(
-        self, request: web.Request, rt: ResourceType, rp: ResourcePath
+        self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.Response:
         options = await self._delete_options(request)
         labels, fields = self._selectors(request, rt)
@@ -250,7 +254,7 @@ class ResourceHandlers:
             deleted.append(gone_entry)
         return json_response(self._list_body(rt, deleted, self.store.rv, "", 0))
 
-    def _selectors(self, request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
+    def _selectors(self, request: web.BaseRequest, rt: ResourceType) -> tuple[Any, Any]:
         try:
             labels = parse_label_selector(request.query.get("labelSelector"))
             fields = parse_field_selector(
@@ -278,7 +282,7 @@ class ResourceHandlers:
         items = b",".join([e.encoded(codec) for e in entries])
         return head + b'","metadata":' + orjson.dumps(meta) + b',"items":[' + items + b"]}"
 
-    def list(self, request: web.Request, rt: ResourceType, rp: ResourcePath) -> web.Response:
+    def list(self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath) -> web.Response:
         q = request.query
         labels, fields = self._selectors(request, rt)
         limit = parse_int(q.get("limit"), "limit") or 0
@@ -327,7 +331,7 @@ class ResourceHandlers:
         return json_response(self._list_body(rt, entries, list_rv, token, remaining))
 
     async def watch(
-        self, request: web.Request, rt: ResourceType, rp: ResourcePath
+        self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.StreamResponse:
         q = request.query
         labels, fields = self._selectors(request, rt)
@@ -429,9 +433,6 @@ class ResourceHandlers:
         return response
 
     def _next_bookmark(self, now: float, deadline: float) -> float | None:
-        """kube-apiserver: every bookmark interval, and once two seconds before the deadline."""
+        """Bookmarks every ``bookmark_interval`` (kube-apiserver: about a minute)."""
         at = now + self.server.bookmark_interval
-        pre_timeout = deadline - 2.0
-        if pre_timeout < at:
-            at = pre_timeout
-        return at if at > now else None
+        return at if at < deadline else None

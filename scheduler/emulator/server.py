@@ -36,6 +36,7 @@ from scheduler.emulator.watch import Watcher
 
 T = TypeVar("T")
 ADMIN_PREFIX = "/_emulator/"
+MAX_BODY = 64 * 1024 * 1024
 
 
 class EmulatorServer:
@@ -69,8 +70,8 @@ class EmulatorServer:
         self.record_requests = record_requests
         self.kubelet = FakeKubelet(self.store) if fake_kubelet else None
         self._handlers = ResourceHandlers(self)
-        self._watches: dict[Watcher, web.Request] = {}
-        self._runner: web.AppRunner | None = None
+        self._watches: dict[Watcher, web.BaseRequest] = {}
+        self._runner: web.ServerRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -89,15 +90,21 @@ class EmulatorServer:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("the emulator is already started")
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        runner = web.AppRunner(
-            app,
-            access_log=None,
-            handle_signals=False,
-            handler_cancellation=True,
-            shutdown_timeout=1.0,
+        # The low-level server: no router or middleware chain per request.
+        loop = asyncio.get_running_loop()
+
+        def make_request(
+            message: Any, payload: Any, protocol: Any, writer: Any, task: Any
+        ) -> web.BaseRequest:
+            # Large bodies are legitimate here (a CRD with its schema, a big List).
+            return web.BaseRequest(
+                message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY
+            )
+
+        handler = web.Server(
+            self._dispatch, request_factory=make_request, handler_cancellation=True, access_log=None
         )
+        runner = web.ServerRunner(handler, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
         await site.start()
@@ -185,7 +192,7 @@ class EmulatorServer:
 
     # -- watches ----------------------------------------------------------------
 
-    def watch_started(self, watcher: Watcher, request: web.Request) -> None:
+    def watch_started(self, watcher: Watcher, request: web.BaseRequest) -> None:
         self._watches[watcher] = request
 
     def watch_ended(self, watcher: Watcher) -> None:
@@ -213,7 +220,7 @@ class EmulatorServer:
 
     # -- dispatch ---------------------------------------------------------------
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         started = time.perf_counter()
         path = request.path
         verb, resource, namespace, name = "", "", "", ""
@@ -222,7 +229,9 @@ class EmulatorServer:
                 return await self._admin(request, path[len(ADMIN_PREFIX) :])
             parsed = parse_path(path)
             if isinstance(parsed, ResourcePath):
-                watch = parse_bool(request.query.get("watch"), "watch") or parsed.legacy_watch
+                watch = parsed.legacy_watch or (
+                    request.method == "GET" and parse_bool(request.query.get("watch"), "watch")
+                )
                 verb = verb_of(request.method, parsed, watch)
                 resource = parsed.resource + (
                     f"/{parsed.subresource}" if parsed.subresource else ""
@@ -264,7 +273,7 @@ class EmulatorServer:
         return response
 
     def _non_resource(
-        self, request: web.Request, path: str, parsed: DiscoveryPath | None
+        self, request: web.BaseRequest, path: str, parsed: DiscoveryPath | None
     ) -> web.Response:
         if request.method != "GET":
             raise errors.method_not_allowed()
@@ -291,7 +300,7 @@ class EmulatorServer:
             raise errors.path_not_found()
         return json_response(orjson.dumps(doc))
 
-    async def _admin(self, request: web.Request, what: str) -> web.Response:
+    async def _admin(self, request: web.BaseRequest, what: str) -> web.Response:
         if what == "faults":
             if request.method == "GET":
                 return json_response(orjson.dumps(self.faults.to_json()))

@@ -33,8 +33,15 @@ Key = tuple[str, str]
 Listener = Callable[[ResourceType, Change], None]
 
 
+_clock: list[Any] = [0, ""]
+
+
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """RFC 3339 seconds, formatted once per second (every write stamps one)."""
+    second = int(time.time())
+    if _clock[0] != second:
+        _clock[0], _clock[1] = second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return str(_clock[1])
 
 
 class Collection:
@@ -413,15 +420,24 @@ class Store:
         obj = current.obj
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}
+        # kube-apiserver checks these up front (rest.BeforeDelete), naming the kind.
+        kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
         if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise errors.uid_precondition(rt.group, rt.plural, name, pre["uid"], meta["uid"])
+            raise errors.conflict(
+                "",
+                kind,
+                name,
+                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                f"({meta['uid']}). The object might have been deleted and then recreated",
+            )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise errors.conflict(
-                rt.group,
-                rt.plural,
+                "",
+                kind,
                 name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}",
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
+                f"match the ResourceVersion in record ({meta['resourceVersion']}). "
+                "The object might have been modified",
             )
         key = (meta.get("namespace", ""), name)
         grace = 0
@@ -444,6 +460,16 @@ class Store:
             if grace > 0 or not meta.get("deletionTimestamp") or existing != grace:
                 return self._commit(rt, "MODIFIED", key, new, current), False
             return current, False
+        if rt.kind == "Pod" and not rt.group and meta.get("deletionGracePeriodSeconds") != 0:
+            # Pods delete gracefully even with grace 0: marked first, then removed.
+            marked = dict(obj)
+            marked["metadata"] = {
+                **meta,
+                "deletionTimestamp": _now(),
+                "deletionGracePeriodSeconds": 0,
+            }
+            current = self._commit(rt, "MODIFIED", key, marked, current)
+            obj, meta = current.obj, current.obj["metadata"]
         final = dict(obj)
         final["metadata"] = dict(meta)
         if rt.kind == "Namespace" and not rt.group:

@@ -21,6 +21,7 @@ class AssumedPod:
     pod: PodInfo
     node_name: str
     binding_finished: bool = False
+    deleted: bool = False  # the pod was deleted while its binding was in flight
 
 
 class SchedulerCache:
@@ -51,9 +52,24 @@ class SchedulerCache:
             self.table.remove_pod(pod.key)
         self.table.add_pod(pod)
 
-    def remove_pod(self, key: str) -> None:
+    def remove_pod(self, key: str) -> bool:
+        """The pod was deleted; returns whether its resources were released now.
+
+        An assumed pod whose binding cycle is still running stays accounted:
+        that cycle owns it and forgets it when it fails, or, since the pod is
+        gone, when the binding finishes (see :meth:`finish_binding`). Once the
+        binding finished, a delete must release the pod even though the
+        informer never confirmed it: after a 410 re-list the informer reports
+        a pod that was bound and deleted while it was disconnected only as a
+        delete of the unbound copy it had, and an assumed pod nobody confirms
+        would hold its node's resources forever.
+        """
+        assumed = self.assumed.get(key)
+        if assumed is not None and not assumed.binding_finished:
+            assumed.deleted = True
+            return False
         self.assumed.pop(key, None)
-        self.table.remove_pod(key)
+        return self.table.remove_pod(key) is not None
 
     # -- assume / forget --------------------------------------------------------------
 
@@ -64,9 +80,12 @@ class SchedulerCache:
         self.assumed[pod.key] = AssumedPod(pod, node_name)
 
     def finish_binding(self, key: str) -> None:
+        """The binding call succeeded; the informer will confirm the pod later."""
         assumed = self.assumed.get(key)
         if assumed is not None:
             assumed.binding_finished = True
+            if assumed.deleted:
+                self.forget(key)  # deleted while binding: nothing left to confirm
 
     def forget(self, key: str) -> None:
         """Drop an assumed pod (binding failed or was rolled back)."""

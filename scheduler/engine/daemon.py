@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.events import ClusterEvent, Resource
+from scheduler.api.events import ActionType, ClusterEvent
 from scheduler.api.handle import ObjectStore
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.engine.cache import SchedulerCache
@@ -33,9 +33,14 @@ from scheduler.engine.events import (
 )
 from scheduler.engine.queue import LEFTOVER_FLUSH_INTERVAL, SchedulingQueue
 from scheduler.engine.scheduler import Scheduler, pod_scheduled_condition
+from scheduler.engine.validation import (
+    check_parsed_requests,
+    check_pod_metadata,
+    check_pod_spec,
+)
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog
-from scheduler.framework.profile import Profile, build_profiles
+from scheduler.framework.profile import build_profiles
 from scheduler.framework.waiting import WaitingPods
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder
@@ -86,10 +91,25 @@ class InformerStore:
         return self._informer.store.get(key)
 
     def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        objs = list(self._informer.store.values())
+        objs: list[Mapping[str, Any]] = list(self._informer.store.values())
         if namespace is None:
             return objs
         return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
+
+
+def _has_condition(raw: Mapping[str, Any], reason: str, message: str) -> bool:
+    """Whether the pod already carries PodScheduled=False with this reason and message."""
+    status = raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if (
+            isinstance(cond, dict)
+            and cond.get("type") == "PodScheduled"
+            and (cond.get("status"), cond.get("reason"), cond.get("message"))
+            == ("False", reason, message)
+        ):
+            return True
+    return False
 
 
 def resource_path(group: str, version: str, plural: str) -> str:
@@ -116,15 +136,23 @@ class Daemon:
         self.recorder = EventRecorder(client)
         self.io = KubeIO(client, self.recorder)
         self._stores: dict[tuple[str, str, str], Informer] = {}
+        self._informers_started = False
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
         self.exit_code = EXIT_OK
         self.leading = asyncio.Event()
+        self._abrupt = False
         self._scheduler_task: asyncio.Task[None] | None = None
 
         self.profiles = build_profiles(
             config, catalog, self._make_handle, recorder_for=self.metrics.recorder
         )
+        # Informers for what enabled plugins declared in ``watches`` exist
+        # before start-up, so their stores are synced before the first pod.
+        for profile in self.profiles.values():
+            for plugin in profile.framework.plugins.values():
+                for group, version, plural in getattr(plugin, "watches", ()):
+                    self._store(group, version, plural)
         first = next(iter(self.profiles.values()))
         events: dict[str, list[Any]] = {}
         for profile in self.profiles.values():
@@ -180,10 +208,15 @@ class Daemon:
             self.cache.table,
             waiting_pods=self.waiting_pods,
             client=self.client,
-            event_sink=lambda pod, t, r, m, a: self.recorder.record(pod, t, r, m, a or "Scheduling"),
+            event_sink=lambda pod, t, r, m, a: self.recorder.record(
+                pod, t, r, m, a or "Scheduling"
+            ),
             store_provider=self._store,
             activator=lambda pods: self.queue.activate(p.key for p in pods),
         )
+
+    def _plugin_event(self, pod: PodInfo, type_: str, reason: str, note: str, action: str) -> None:
+        self.recorder.record(pod, type_, reason, note, action or "Scheduling")
 
     def _store(self, group: str, version: str, plural: str) -> ObjectStore:
         key = (group, version, plural)
@@ -197,11 +230,12 @@ class Daemon:
                 on_delete=lambda obj: self._custom_event(plural, obj),
             )
             self._stores[key] = informer
+            if self._informers_started:
+                # Asked for after start-up (undeclared in ``watches``): start it now.
+                self._start(informer.run(), f"informer {informer.path}")
         return InformerStore(informer)
 
     def _custom_event(self, plural: str, obj: dict[str, Any]) -> None:
-        from scheduler.api.events import ActionType
-
         kind = str(obj.get("kind") or plural)
         self.queue.move_on_event(ClusterEvent(kind, ActionType.ALL), None, obj)
 
@@ -239,27 +273,53 @@ class Daemon:
         self.queue.move_on_event(NODE_DELETE, node, None)
 
     def _parse(self, raw: dict[str, Any]) -> PodInfo | None:
+        """Parse a pod from the informer; an invalid one of ours gets a FailedScheduling.
+
+        Anything the parser trips over counts as invalid, not just the errors it
+        anticipates: a pod the API server let through with, say, a list where a
+        map belongs must cost one pod, never the informer's handler.
+        """
         try:
-            return PodInfo.from_dict(raw)
-        except InvalidPodError as err:
-            meta = raw.get("metadata") or {}
-            spec = raw.get("spec") or {}
-            ours = isinstance(spec, dict) and spec.get("schedulerName") in self.profiles
-            if ours and not spec.get("nodeName"):
-                pod_ref = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
-                message = f"invalid pod spec: {err}"
-                self.recorder.record(pod_ref, "Warning", "FailedScheduling", message, "Scheduling")
-                key = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
-                self.io.last_failure[key] = message
-                self.scheduler._spawn(
-                    self.io.patch_pod_status(
-                        str(meta.get("namespace") or "default"),
-                        str(meta.get("name") or ""),
-                        pod_scheduled_condition("Unschedulable", message),
-                    )
-                )
-            log.warning("invalid pod", error=str(err))
+            check_pod_metadata(raw)
+            check_pod_spec(raw)
+            pod = PodInfo.from_dict(raw)
+            check_parsed_requests(pod.key, pod.requests)
+            return pod
+        except Exception as err:
+            message = (
+                str(err) if isinstance(err, InvalidPodError) else f"{type(err).__name__}: {err}"
+            )
+            self._reject_invalid(raw, f"invalid pod: {message}")
             return None
+
+    def _reject_invalid(self, raw: dict[str, Any], message: str) -> None:
+        meta = raw.get("metadata")
+        spec = raw.get("spec")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            log.warning("invalid pod without a usable name", error=message)
+            return
+        namespace = str(meta.get("namespace") or "default")
+        name = str(meta["name"])
+        key = f"{namespace}/{name}"
+        self.queue.delete(key)
+        scheduler_name = "default-scheduler"
+        if isinstance(spec, dict) and isinstance(spec.get("schedulerName"), str):
+            scheduler_name = spec["schedulerName"] or scheduler_name
+        ours = scheduler_name in self.profiles
+        if not ours or (isinstance(spec, dict) and spec.get("nodeName")):
+            log.warning("invalid pod", pod=key, error=message)
+            return
+        log.warning("invalid pod", pod=key, error=message, profile=scheduler_name)
+        if _has_condition(raw, "Unschedulable", message):
+            return  # already said so; our own patch comes back as an update
+        self.io.last_failure[key] = message
+        pod_ref = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+        self.recorder.record(pod_ref, "Warning", "FailedScheduling", message, "Scheduling")
+        self.scheduler._spawn(
+            self.io.patch_pod_status(
+                namespace, name, pod_scheduled_condition("Unschedulable", message)
+            )
+        )
 
     def _pod_added(self, raw: dict[str, Any]) -> None:
         pod = self._parse(raw)
@@ -275,9 +335,7 @@ class Daemon:
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         pod = self._parse(new)
         if pod is None:
-            key = f"{(new.get('metadata') or {}).get('namespace')}/{(new.get('metadata') or {}).get('name')}"
-            self.queue.delete(key)
-            return
+            return  # _reject_invalid took it out of the queue
         if pod.node_name:
             was_assigned = bool((old.get("spec") or {}).get("nodeName"))
             self.queue.delete(pod.key)
@@ -298,8 +356,7 @@ class Daemon:
         entry = self.waiting_pods.get(str(meta.get("uid") or key))
         if entry is not None:
             entry.reject("", "pod was deleted")
-        if self.cache.table.has_pod(key) and not self.cache.is_assumed(key):
-            self.cache.remove_pod(key)
+        if self.cache.table.has_pod(key) and self.cache.remove_pod(key):
             self.queue.move_on_event(POD_DELETE, raw, None)
 
     # -- health and metrics -----------------------------------------------------------
@@ -314,16 +371,37 @@ class Daemon:
     def _update_pending_metrics(self) -> None:
         counts = self.queue.counts()
         for name in ("active", "backoff", "unschedulable", "gated"):
-            self.metrics.set_pending(name, counts[name])  # type: ignore[arg-type]
+            self.metrics.set_pending(name, counts[name])
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def _start(self, coro: Any, name: str) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)
         self._tasks.append(task)
+        task.add_done_callback(self._task_ended)
         return task
 
+    def _task_ended(self, task: asyncio.Task[Any]) -> None:
+        """A part of the daemon stopped on its own: exit non-zero rather than limp on.
+
+        Informers, the leftover flush and the election loop only end when told
+        to; one that ends (or crashes) early would leave a process that looks
+        alive but no longer schedules, or schedules on a frozen view.
+        """
+        if self._stop.is_set() or task.cancelled():
+            return
+        error = task.exception()
+        log.error(
+            "daemon task ended unexpectedly",
+            task=task.get_name(),
+            error=repr(error) if error is not None else None,
+        )
+        if self.exit_code == EXIT_OK:
+            self.exit_code = EXIT_LOST_LEASE
+        self._stop.set()
+
     async def start_informers(self) -> None:
+        self._informers_started = True
         for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:
             self._start(informer.run(), f"informer {informer.path}")
         waits = [self.node_informer.has_synced.wait(), self.pod_informer.has_synced.wait()]
@@ -353,6 +431,14 @@ class Daemon:
         self._stop.set()
 
     async def run(self, *, install_signal_handlers: bool = True) -> int:
+        """Run until :meth:`request_stop` (or SIGTERM/SIGINT); returns the exit code.
+
+        A graceful stop finishes in-flight bindings and releases the lease so a
+        standby takes over at once. Cancelling the task running this coroutine
+        is treated as the process dying: in-flight bindings are cancelled and
+        the lease is *not* released (a standby waits for it to expire), which
+        is what a crashed or killed replica looks like to the others.
+        """
         loop = asyncio.get_running_loop()
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -376,19 +462,28 @@ class Daemon:
                     lease_duration=le.lease_duration,
                     renew_deadline=le.renew_deadline,
                     retry_period=le.retry_period,
+                    # Released explicitly on a graceful stop only (see run()).
+                    release_on_cancel=False,
                 )
                 self._start(elector.run(self._lead, self._lost_lease), "leader election")
             else:
                 self._scheduler_task = self._start(self._lead(), "scheduling loop")
             await self._stop.wait()
+        except asyncio.CancelledError:
+            self._abrupt = True
+            raise
         finally:
             await self._shutdown(elector)
         return self.exit_code
 
     async def _shutdown(self, elector: LeaderElector | None) -> None:
-        log.info("shutting down", identity=self.identity)
-        await self.scheduler.drain()
-        if elector is not None and self.exit_code == EXIT_OK:
+        log.info("shutting down", identity=self.identity, exit_code=self.exit_code)
+        self._stop.set()
+        graceful = self.exit_code == EXIT_OK and not self._abrupt
+        # Without the lease (or when dying) another replica may be deciding now:
+        # stop binding at once instead of finishing in-flight pods.
+        await self.scheduler.drain(grace=30.0 if graceful else 0.0)
+        if elector is not None and graceful:
             with contextlib.suppress(Exception):
                 await elector.release()
         for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:

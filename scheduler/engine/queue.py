@@ -3,9 +3,11 @@
 - **activeQ**: pods ready to be tried, ordered by the QueueSort plugin's key.
 - **backoffQ**: pods that failed recently and wait out an exponential backoff
   (``podInitialBackoffSeconds * 2^(n-1)`` capped at ``podMaxBackoffSeconds``),
-  where *n* counts unschedulable attempts, or consecutive errors for pods
-  that failed with an error, so a flapping API does not push a pod towards
-  the maximum backoff on its first real rejection.
+  where *n* counts the pod's unschedulable rejections, or its consecutive
+  errors for a pod that last failed with an error (kube's UnschedulableCount
+  and ConsecutiveErrorsCount), so a flapping API does not push a pod towards
+  the maximum backoff on its first real rejection, and a pod that was simply
+  updated is not charged for it.
 - **unschedulable pool**: pods rejected by plugins; they leave it only when a
   cluster event that one of the rejecting plugins registered happens (and its
   hint says it may help), or after five minutes at the latest.
@@ -14,6 +16,16 @@ Pods gated by a PreEnqueue plugin wait in the unschedulable pool too, marked
 gated, and are re-checked on events the gating plugin registered and on
 updates of the pod.
 
+While a pod is *in flight* (popped, being scheduled or bound) the queue keeps
+the cluster events that arrive meanwhile. If the attempt ends in a rejection,
+those events are checked against the rejecting plugins exactly as if they had
+arrived after it: one that may help sends the pod to backoff instead of the
+pool, because the decision was made on a cluster state that is already gone.
+This is kube-scheduler's moveRequestCycle rule in its QueueingHint form
+(in-flight events): the older form - "any move request during the cycle" -
+would retry nearly every rejected pod of a busy cluster, since every binding
+is itself a cluster event.
+
 Heaps use lazy deletion: an entry is valid only while it is the pod's
 current entry, so updates and deletes are O(1) and pops skip stale entries.
 """
@@ -21,6 +33,7 @@ current entry, so updates and deletes are O(1) and pops skip stale entries.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -53,6 +66,14 @@ class _Entry:
     where: str
     since: float
     token: int  # identifies the heap item that is current for this pod
+
+
+@dataclass(slots=True)
+class _InFlightEvent:
+    seq: int
+    event: ClusterEvent
+    old: Any
+    new: Any
 
 
 _IGNORED_METADATA = ("resourceVersion", "generation", "managedFields")
@@ -101,10 +122,16 @@ class SchedulingQueue:
         self._tokens = itertools.count()
         self._ready = asyncio.Event()
         self._closed = False
-        # kube's moveRequestCycle: if a move request happened while a pod was
-        # being scheduled, its rejection may already be stale: retry it.
         self.scheduling_cycle = 0
-        self._move_request_cycle = -1
+        # kube's UnschedulableCount per pod (the backoff exponent; errors count apart).
+        self._unschedulable_counts: dict[str, int] = {}
+        # In-flight bookkeeping: the event sequence number when each in-flight
+        # pod was popped, the events seen since the oldest of them, and the
+        # in-flight pods whose own spec or metadata changed meanwhile.
+        self._event_seq = 0
+        self._in_flight_since: dict[str, int] = {}
+        self._in_flight_events: list[_InFlightEvent] = []
+        self._updated_in_flight: set[str] = set()
         self.on_change: Callable[[], None] | None = None
 
     # -- bookkeeping -------------------------------------------------------------
@@ -129,34 +156,56 @@ class SchedulingQueue:
             out[entry.where] += 1
         return out
 
+    @property
+    def in_flight_events(self) -> int:
+        """How many cluster events are kept for in-flight pods (bounded by their lifetime)."""
+        return len(self._in_flight_events)
+
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
 
+    def unschedulable_count(self, key: str) -> int:
+        return self._unschedulable_counts.get(key, 0)
+
     def backoff_duration(self, info: QueuedPodInfo) -> float:
-        n = info.consecutive_errors if info.consecutive_errors else info.attempts
+        n = info.consecutive_errors or self._unschedulable_counts.get(info.pod.key, 0)
         if n <= 0:
             return 0.0
-        return min(self.initial_backoff * 2 ** (n - 1), self.max_backoff)
+        return float(min(self.initial_backoff * 2 ** (n - 1), self.max_backoff))
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         return info.timestamp + self.backoff_duration(info)
 
     def _put(self, info: QueuedPodInfo, where: str) -> None:
+        key = info.pod.key
+        if key in self._in_flight_since and where != IN_FLIGHT:
+            self._leave_flight(key)
         token = next(self._tokens)
         now = self._clock()
-        self._entries[info.pod.key] = _Entry(info, where, now, token)
+        self._entries[key] = _Entry(info, where, now, token)
         if where == ACTIVE:
-            heapq.heappush(self._active, (self._sort_key(info), token, info.pod.key))
+            heapq.heappush(self._active, (self._sort_key(info), token, key))
             self._ready.set()
         elif where == BACKOFF:
-            heapq.heappush(self._backoff, (self._backoff_expiry(info), token, info.pod.key))
+            heapq.heappush(self._backoff, (self._backoff_expiry(info), token, key))
             self._ready.set()  # a waiting pop() must re-arm its timer for this expiry
         self._changed()
 
     def _current(self, key: str, token: int, where: str) -> bool:
         entry = self._entries.get(key)
         return entry is not None and entry.token == token and entry.where == where
+
+    def _leave_flight(self, key: str) -> None:
+        self._in_flight_since.pop(key, None)
+        self._updated_in_flight.discard(key)
+        if not self._in_flight_since:
+            self._in_flight_events.clear()
+            return
+        oldest = min(self._in_flight_since.values())
+        events = self._in_flight_events
+        if events and events[0].seq <= oldest:
+            self._in_flight_events = [e for e in events if e.seq > oldest]
 
     # -- pod lifecycle (informer events) -----------------------------------------
 
@@ -187,52 +236,76 @@ class SchedulingQueue:
         info.pod = pod
         if entry.where in (GATED, UNSCHEDULABLE) and changed:
             # kube retries an updated unschedulable pod (its spec may now fit);
-            # a gated one is re-checked by PreEnqueue.
-            info.timestamp = self._clock()
+            # a gated one is re-checked by PreEnqueue. The timestamp stays: the
+            # backoff still counts from the last attempt (kube's Update).
             if entry.where == GATED:
                 self._enqueue_checked(info)
             else:
                 self._requeue(info)
         elif entry.where == ACTIVE:
             self._put(info, ACTIVE)  # the sort key may have changed
+        elif entry.where == IN_FLIGHT and changed:
+            # The attempt under way judged the old spec: if it is rejected, retry.
+            self._updated_in_flight.add(pod.key)
         self._changed()
 
     def delete(self, key: str) -> QueuedPodInfo | None:
         """The pod was deleted or got bound: forget it (stale heap items are skipped)."""
         entry = self._entries.pop(key, None)
+        self._unschedulable_counts.pop(key, None)
+        if key in self._in_flight_since:
+            self._leave_flight(key)
         if entry is not None:
             self._changed()
             return entry.info
         return None
 
+    def drop(self, info: QueuedPodInfo) -> None:
+        """Forget an in-flight pod if ``info`` is still its current entry (it is bound
+        or gone); a newer pod of the same name is left alone."""
+        entry = self._entries.get(info.pod.key)
+        if entry is not None and entry.info is info:
+            self.delete(info.pod.key)
+
+    def owns(self, info: QueuedPodInfo) -> bool:
+        """Whether ``info`` is still the queue's current entry for its pod."""
+        entry = self._entries.get(info.pod.key)
+        return entry is not None and entry.info is info
+
     # -- scheduling ---------------------------------------------------------------
+
+    def pop_nowait(self) -> QueuedPodInfo | None:
+        """The next pod of activeQ (after flushing completed backoffs), or None."""
+        self.flush_backoff_completed()
+        while self._active:
+            _, token, key = heapq.heappop(self._active)
+            if self._current(key, token, ACTIVE):
+                entry = self._entries[key]
+                entry.where = IN_FLIGHT
+                entry.info.attempts += 1
+                if entry.info.initial_attempt_timestamp is None:
+                    entry.info.initial_attempt_timestamp = self._clock()
+                self.scheduling_cycle += 1
+                entry.info.cycle = self.scheduling_cycle
+                self._in_flight_since[key] = self._event_seq
+                self._changed()
+                return entry.info
+        return None
 
     async def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule (None once closed); it stays known while in flight."""
         while True:
             if self._closed:
                 return None
-            self.flush_backoff_completed()
-            while self._active:
-                _, token, key = heapq.heappop(self._active)
-                if self._current(key, token, ACTIVE):
-                    entry = self._entries[key]
-                    entry.where = IN_FLIGHT
-                    entry.info.attempts += 1
-                    if entry.info.initial_attempt_timestamp is None:
-                        entry.info.initial_attempt_timestamp = self._clock()
-                    self.scheduling_cycle += 1
-                    entry.info.cycle = self.scheduling_cycle
-                    self._changed()
-                    return entry.info
+            info = self.pop_nowait()
+            if info is not None:
+                return info
             self._ready.clear()
             timeout = None
             if self._backoff:
                 timeout = max(self._backoff[0][0] - self._clock(), 0.001)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), timeout)
-            except TimeoutError:
-                pass
 
     def close(self) -> None:
         self._closed = True
@@ -242,24 +315,37 @@ class SchedulingQueue:
         """The pod was bound; it is no longer the queue's."""
         self.delete(key)
 
-    def requeue_unschedulable(self, info: QueuedPodInfo, plugins: set[str], cycle: int) -> None:
-        """After a rejection: to the unschedulable pool, or back to backoff if an event
-        arrived meanwhile that might help (kube's moveRequestCycle rule)."""
-        entry = self._entries.get(info.pod.key)
-        if entry is None or entry.info is not info:
+    def requeue_unschedulable(self, info: QueuedPodInfo, plugins: set[str]) -> None:
+        """After a rejection: to the unschedulable pool, or to backoff if something
+        that happened while the pod was in flight may help it (see the module doc)."""
+        key = info.pod.key
+        if not self.owns(info):
             return  # deleted or bound meanwhile
         info.unschedulable_plugins = set(plugins)
         info.consecutive_errors = 0
         info.timestamp = self._clock()
-        if self._move_request_cycle >= cycle:
-            self._put(info, BACKOFF)
+        self._unschedulable_counts[key] = self._unschedulable_counts.get(key, 0) + 1
+        if self._helped_in_flight(info):
+            self._requeue(info)
         else:
             self._put(info, UNSCHEDULABLE)
 
+    def _helped_in_flight(self, info: QueuedPodInfo) -> bool:
+        key = info.pod.key
+        if key in self._updated_in_flight:
+            return True
+        since = self._in_flight_since.get(key)
+        if since is None:
+            return False
+        return any(
+            self._may_help(info, e.event, e.old, e.new)
+            for e in self._in_flight_events
+            if e.seq > since
+        )
+
     def requeue_error(self, info: QueuedPodInfo) -> None:
         """After an error (not the pod's fault): backoff, counted separately."""
-        entry = self._entries.get(info.pod.key)
-        if entry is None or entry.info is not info:
+        if not self.owns(info):
             return
         info.consecutive_errors += 1
         info.timestamp = self._clock()
@@ -289,9 +375,11 @@ class SchedulingQueue:
     def move_on_event(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
         """Requeue unschedulable (and gated) pods a rejecting plugin says this event may help.
 
-        Returns how many pods moved.
+        Returns how many pods moved. The event is also kept for pods in flight.
         """
-        self._move_request_cycle = self.scheduling_cycle
+        self._event_seq += 1
+        if self._in_flight_since:
+            self._in_flight_events.append(_InFlightEvent(self._event_seq, event, old, new))
         moved = 0
         for entry in list(self._entries.values()):
             if entry.where not in (UNSCHEDULABLE, GATED):

@@ -12,6 +12,7 @@ nothing is lost and nothing is bound twice.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -27,10 +28,41 @@ from scheduler.engine.queue import SchedulingQueue
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
+from scheduler.kube.errors import ApiError
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
+
+_ALREADY_ASSIGNED = re.compile(r'already assigned to node "([^"]*)"')
+_BEING_DELETED = "is being deleted, cannot be assigned to a host"
+
+
+def binding_outcome(status: Status, node: str) -> str:
+    """Classify a failed Bind: ``"ours"``, ``"elsewhere"``, ``"gone"`` or ``"failed"``.
+
+    The API server answers a binding of a pod that already has a node with
+    409 'pod X is already assigned to node "N"'. If N is the node we chose, an
+    earlier attempt of ours committed and only its answer was lost: that is a
+    success. Any other N means another scheduler (or client) placed the pod
+    between our decision and our bind; a pod being deleted (409) or already
+    gone (404) cannot be placed at all. In those cases retrying only causes a
+    storm of 409s until the informer catches up, so the pod leaves the queue
+    at once (kube-scheduler's handleSchedulingFailure also never requeues a
+    pod its informer shows as assigned).
+    """
+    error = status.error
+    api_status = error.status if isinstance(error, ApiError) else None
+    text = error.message if isinstance(error, ApiError) else status.message()
+    if api_status == 404:
+        return "gone"
+    if api_status in (409, None):
+        match = _ALREADY_ASSIGNED.search(text)
+        if match is not None:
+            return "ours" if match.group(1) == node else "elsewhere"
+        if _BEING_DELETED in text:
+            return "gone"
+    return "failed"
 
 
 def _now_rfc3339() -> str:
@@ -103,15 +135,22 @@ class Scheduler:
         """Bindings or background writes still in flight."""
         return bool(self._binding_tasks) or bool(self._background)
 
-    async def drain(self, timeout: float = 30.0) -> None:
-        """Stop taking pods; let in-flight binding cycles finish (or roll back)."""
+    async def drain(self, grace: float = 30.0) -> None:
+        """Stop taking pods; let in-flight binding cycles finish (or roll back).
+
+        ``grace=0`` cancels them at once: after losing the lease another
+        replica is deciding, so our bindings must stop, as kube-scheduler's
+        exit stops its goroutines.
+        """
         self._stopping = True
         self.queue.close()
         for entry in list(self.waiting_pods):
             entry.reject("", "scheduler is shutting down")
         tasks = list(self._binding_tasks)
         if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            pending = set(tasks)
+            if grace > 0:
+                _, pending = await asyncio.wait(tasks, timeout=grace)
             for task in pending:
                 task.cancel()
             if pending:
@@ -147,20 +186,25 @@ class Scheduler:
             self._handle_failure(profile, state, info, result.status, result, start)
             return
         self.cache.assume(pod, node)
-        status = framework.run_reserve(state, pod, node)
-        if not status.is_success():
+        try:
+            status = framework.run_reserve(state, pod, node)
+            if not status.is_success():
+                self.cache.forget(pod.key)
+                self._handle_failure(profile, state, info, status, None, start)
+                return
+            status, waits = framework.run_permit(state, pod, node)
+            if not status.is_success() and not status.is_wait():
+                framework.run_unreserve(state, pod, node)
+                self.cache.forget(pod.key)
+                self._handle_failure(profile, state, info, status, None, start)
+                return
+            if waits:
+                entry = WaitingPodEntry(pod, node, waits)
+                self.waiting_pods.add(entry)
+        except Exception:
+            # A bug past assume must not leave the pod's resources held on the node.
             self.cache.forget(pod.key)
-            self._handle_failure(profile, state, info, status, None, start)
-            return
-        status, waits = framework.run_permit(state, pod, node)
-        if not status.is_success() and not status.is_wait():
-            framework.run_unreserve(state, pod, node)
-            self.cache.forget(pod.key)
-            self._handle_failure(profile, state, info, status, None, start)
-            return
-        if waits:
-            entry = WaitingPodEntry(pod, node, waits)
-            self.waiting_pods.add(entry)
+            raise
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
@@ -202,7 +246,7 @@ class Scheduler:
             plugins.add(status.plugin)
         self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
         self._patch_condition(pod, "Unschedulable", message)
-        self.queue.requeue_unschedulable(info, plugins, info.cycle)
+        self.queue.requeue_unschedulable(info, plugins)
         self._observe(profile, "unschedulable", start)
         log.info("pod unschedulable", pod=pod.key, profile=profile.scheduler_name, reason=message)
 
@@ -257,17 +301,28 @@ class Scheduler:
                         return
                 status = await framework.run_pre_bind(state, pod, node)
                 if status.is_success():
+                    status = self._still_bindable(pod, node)
+                if status.is_success():
                     status = await framework.run_bind(state, pod, node)
                 if not status.is_success():
-                    self._binding_failed(profile, state, info, node, status, start)
-                    return
+                    if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
+                        self._dropped(profile, state, info, node, "pod was placed meanwhile")
+                        return
+                    outcome = binding_outcome(status, node)
+                    if outcome != "ours":
+                        if outcome == "failed":
+                            self._binding_failed(profile, state, info, node, status, start)
+                        else:
+                            self._dropped(profile, state, info, node, status.message())
+                        return
+                    log.info("binding found the pod already on our node", pod=pod.key, node=node)
             except asyncio.CancelledError:
                 self._binding_failed(
                     profile, state, info, node, Status.error_status("binding cancelled"), start
                 )
                 raise
             self.cache.finish_binding(pod.key)
-            self.queue.done_success(pod.key)
+            self.queue.drop(info)
             self.scheduled += 1
             self.io.record_event(
                 pod,
@@ -285,6 +340,37 @@ class Scheduler:
             for failure in await framework.run_post_bind(state, pod, node):
                 log.warning("post-bind failed", pod=pod.key, plugin=failure.plugin)
 
+    def _still_bindable(self, pod: PodInfo, node: str) -> Status:
+        """Re-check, just before Bind, what may have changed during Permit and PreBind.
+
+        kube-scheduler binds regardless and leaves a pod bound to a deleted
+        node to the pod garbage collector; checking the cache first costs
+        nothing and sends the pod to a live node instead. A pod the informer
+        meanwhile saw bound (by someone else) needs no binding at all (Skip).
+        """
+        if self.cache.is_assumed(pod.key):
+            if self.cache.table.row_of(node) is None:
+                return Status(Code.UNSCHEDULABLE, (f'node "{node}" was deleted',))
+            return Status.success()
+        placed_on = self.cache.table.node_of_pod(pod.key)
+        if placed_on is not None:
+            return Status(Code.SKIP, (f'pod is already assigned to node "{placed_on}"',))
+        # Forgotten without a placement: the node went away (cache.remove_node).
+        return Status(Code.UNSCHEDULABLE, (f'node "{node}" was deleted',))
+
+    def _dropped(
+        self, profile: Profile, state: CycleState, info: QueuedPodInfo, node: str, why: str
+    ) -> None:
+        """Roll back an attempt for a pod that is bound elsewhere or gone: no requeue,
+        no FailedScheduling event (the pod is not failing to schedule)."""
+        pod = info.pod
+        profile.framework.run_unreserve(state, pod, node)
+        self.cache.forget(pod.key)
+        self.queue.drop(info)
+        if self.metrics is not None:
+            self.metrics.binding_error("Conflict")
+        log.info("binding abandoned", pod=pod.key, node=node, reason=why)
+
     def _binding_failed(
         self,
         profile: Profile,
@@ -301,9 +387,12 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.binding_error(reason)
         message = status.message() or status.code.title
+        if not self.queue.owns(info):
+            # Deleted (or replaced by a new pod of the same name) meanwhile: an
+            # event or status patch would be about a pod that no longer exists.
+            log.info("binding cycle ended for a deleted pod", pod=pod.key, reason=message)
+            return
         if status.code is Code.ERROR:
-            # A pod deleted or bound by someone else meanwhile also lands here;
-            # the informer removes it from the queue before its backoff ends.
             self.io.record_event(
                 pod, "Warning", "FailedScheduling", f"Binding rejected: {message}", "Binding"
             )
@@ -313,6 +402,6 @@ class Scheduler:
             self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
             self._patch_condition(pod, "Unschedulable", message)
             plugins = {status.plugin} if status.plugin else set()
-            self.queue.requeue_unschedulable(info, plugins, info.cycle)
+            self.queue.requeue_unschedulable(info, plugins)
             self._observe(profile, "unschedulable", start)
         log.info("binding cycle failed", pod=pod.key, node=node, reason=message)

@@ -89,7 +89,7 @@ async def simulate(
     catalog: PluginCatalog,
     *,
     seed: int | None = 0,
-    timeout: float = 600.0,
+    max_seconds: float = 600.0,
     progress: Callable[[str], None] | None = None,
 ) -> SimulationResult:
     config = config.model_copy(
@@ -129,8 +129,8 @@ async def simulate(
                         f"{counts['active'] + counts['backoff']} queued, "
                         f"{counts['unschedulable'] + counts['gated']} unschedulable"
                     )
-                if now - started > timeout:
-                    raise TimeoutError(f"simulation did not settle within {timeout:g}s")
+                if now - started > max_seconds:
+                    raise TimeoutError(f"simulation did not settle within {max_seconds:g}s")
             daemon.request_stop()
             await run
             store = daemon.pod_informer.store

@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.handle import KubeClient, ObjectStore, WaitingPod
+from scheduler.api.handle import FrameworkRunner, KubeClient, ObjectStore, WaitingPod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
@@ -107,10 +107,11 @@ class FrameworkHandle:
         self._logger = structlog.get_logger("scheduler.plugin").bind(
             profile=profile_name, plugin=plugin_name
         )
+        self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
 
     def for_plugin(self, plugin_name: str) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``."""
-        return FrameworkHandle(
+        copy = FrameworkHandle(
             self._profile_name,
             self._table,
             waiting_pods=self.waiting_pods,
@@ -120,6 +121,17 @@ class FrameworkHandle:
             activator=self._activator,
             plugin_name=plugin_name,
         )
+        copy._framework = self._framework
+        return copy
+
+    def set_framework(self, framework: FrameworkRunner) -> None:
+        self._framework[:] = [framework]
+
+    @property
+    def framework(self) -> FrameworkRunner:
+        if not self._framework:
+            raise HandleUnavailable("the framework is not built yet (called from a constructor?)")
+        return self._framework[0]
 
     @property
     def profile_name(self) -> str:

@@ -32,20 +32,11 @@ HOOK_POINTS: dict[str, ExtensionPoint] = {
     "post_bind": ExtensionPoint.POST_BIND,
 }
 
-# A point is implemented by a plugin when it has this (primary) hook.
+# A point is implemented by a plugin when it has this (primary) hook: the
+# config field's name, except QueueSort, whose hook returns a sort key.
 POINT_HOOKS: dict[ExtensionPoint, str] = {
-    ExtensionPoint.PRE_ENQUEUE: "pre_enqueue",
-    ExtensionPoint.QUEUE_SORT: "queue_sort_key",
-    ExtensionPoint.PRE_FILTER: "pre_filter",
-    ExtensionPoint.FILTER: "filter",
-    ExtensionPoint.POST_FILTER: "post_filter",
-    ExtensionPoint.PRE_SCORE: "pre_score",
-    ExtensionPoint.SCORE: "score",
-    ExtensionPoint.RESERVE: "reserve",
-    ExtensionPoint.PERMIT: "permit",
-    ExtensionPoint.PRE_BIND: "pre_bind",
-    ExtensionPoint.BIND: "bind",
-    ExtensionPoint.POST_BIND: "post_bind",
+    point: "queue_sort_key" if point is ExtensionPoint.QUEUE_SORT else point.field_name
+    for point in ExtensionPoint
 }
 
 

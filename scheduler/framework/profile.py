@@ -60,6 +60,7 @@ def build_profile(
     framework = Framework(
         resolved.scheduler_name, manager, order, recorder=recorder, timeouts=timeouts
     )
+    handle.set_framework(framework)
     return Profile(resolved, framework, handle)
 
 

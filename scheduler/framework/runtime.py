@@ -638,37 +638,42 @@ class Framework:
         self.recorder.plugin_duration(point, call.plugin, code, time.perf_counter() - start)
         return result
 
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        args = (state, pod, node_name)
-        for call in self.pre_bind_calls:
+    async def _run_binding_point(
+        self, point: str, calls: list[PluginCall], limit: float, args: tuple[Any, ...]
+    ) -> Status | None:
+        """Run plugins until one neither succeeds nor skips; return its status.
+
+        Rejections pass through unchanged (the pod goes back as unschedulable),
+        anything else is an error, as in kube-scheduler.
+        """
+        for call in calls:
             try:
-                got = await self._invoke_async("PreBind", call, args, self.timeouts.pre_bind)
-                status = self._status("PreBind", call, got)
+                got = await self._invoke_async(point, call, args, limit)
+                status = self._status(point, call, got)
             except PluginFailure as failure:
                 return failure.status
             if status.is_skip():
                 continue
-            if not status.is_success():
-                return (
-                    status
-                    if status.code is Code.ERROR
-                    else Status(Code.ERROR, status.reasons, call.plugin)
-                )
-        return Status.success()
+            if point == "Bind" or not status.is_success():
+                if status.is_success() or status.is_rejected() or status.code is Code.ERROR:
+                    return status
+                return Status(Code.ERROR, status.reasons, call.plugin)
+        return None
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        args = (state, pod, node_name)
+        failed = await self._run_binding_point(
+            "PreBind", self.pre_bind_calls, self.timeouts.pre_bind, args
+        )
+        return failed or Status.success()
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """The first Bind plugin that does not Skip binds the pod."""
         args = (state, pod, node_name)
-        for call in self.bind_calls:
-            try:
-                got = await self._invoke_async("Bind", call, args, self.timeouts.bind)
-                status = self._status("Bind", call, got)
-            except PluginFailure as failure:
-                return failure.status
-            if status.is_skip():
-                continue
-            return status
-        return Status(Code.ERROR, ("no Bind plugin bound the pod (all returned Skip)",))
+        result = await self._run_binding_point("Bind", self.bind_calls, self.timeouts.bind, args)
+        if result is None:
+            return Status(Code.ERROR, ("no Bind plugin bound the pod (all returned Skip)",))
+        return result
 
     async def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> list[Status]:
         """PostBind is informational: failures are returned for logging, nothing else."""

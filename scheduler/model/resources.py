@@ -157,13 +157,13 @@ def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     not survive a round trip through storage). ``pods`` is the pod-count limit.
     Zero entries are omitted.
     """
-    status = _mapping(node.get("status"), "node status")
+    status = _mapping(node.get("status"), "status")
     allocatable = status.get("allocatable")
     source = "status.allocatable"
     if not allocatable:
         allocatable = status.get("capacity")
         source = "status.capacity"
-    return _to_units(_parse_resource_list(allocatable, f"node {source}"))
+    return _to_units(_parse_resource_list(allocatable, source))
 
 
 # --------------------------------------------------------------------------- internals

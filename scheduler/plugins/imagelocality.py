@@ -44,6 +44,9 @@ def _node_images(table: NodeTable, row: int) -> Mapping[Hashable, int]:
 def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
     """Map summed image scores onto 0..100 between kube's thresholds."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if not len(sum_scores) or int(sum_scores.max()) < MIN_THRESHOLD:
+        # Every sum clips to MIN_THRESHOLD, which scores 0 (the usual case: no images).
+        return np.zeros(len(sum_scores), dtype=np.int64)
     clipped = np.where(
         sum_scores < MIN_THRESHOLD,
         MIN_THRESHOLD,

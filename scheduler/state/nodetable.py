@@ -201,7 +201,9 @@ class NodeTable:
                 self._account(row, pod, +1)
         self.nodes[row] = node
         # Resolve columns before indexing: adding a column replaces the arrays.
-        columns = [(self.resource_column(name), amount) for name, amount in node.allocatable.items()]
+        columns = [
+            (self.resource_column(name), amount) for name, amount in node.allocatable.items()
+        ]
         taint_columns = [self._taint_column(taint) for taint in node.taints]
         self.allocatable[row] = 0
         for col, amount in columns:

@@ -46,6 +46,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -102,8 +103,9 @@ KEEP_WORKDIR_ENV: Final = "SCHEDULER_CONTROLPLANE_KEEP"
 #: ``node.kubernetes.io/not-ready:NoSchedule`` taint on every new node (the node
 #: lifecycle controller removes it) and StorageObjectInUseProtection adds
 #: finalizers to PVCs/PVs that nothing would ever remove. Kubernetes' own
-#: integration test framework disables the same plugins. Priority, NodeRestriction
-#: and the rest stay on, as in a real cluster.
+#: integration tests disable ServiceAccount and TaintNodesByCondition the same way.
+#: Priority, DefaultTolerationSeconds, NodeRestriction and the rest stay on, as in
+#: a real cluster.
 DISABLED_ADMISSION_PLUGINS: Final = (
     "ServiceAccount",
     "TaintNodesByCondition",
@@ -228,7 +230,7 @@ def _binaries_present(bin_dir: Path) -> bool:
 def ensure_binaries() -> Path:
     """Return a directory with ``kube-apiserver``, ``kube-scheduler`` and ``etcd``.
 
-    Builds them on first use (tens of minutes on two cores, most of it compiling
+    Builds them on first use (5-15 minutes on two cores, most of it compiling
     kube-apiserver) and reuses them afterwards until the pin in
     ``tools/controlplane/`` changes. A file lock serialises concurrent callers
     (parallel test processes) so only one builds and the others wait for it.
@@ -266,7 +268,7 @@ def ensure_binaries() -> Path:
         started = time.monotonic()
         log.warning(
             "building kube-apiserver, kube-scheduler %s and etcd %s into %s "
-            "(first build takes tens of minutes; log: %s)",
+            "(a cold build takes 5-15 minutes on two cores; log: %s)",
             kubernetes_version,
             etcd_version,
             bin_dir,
@@ -455,6 +457,22 @@ def _tail(path: Path, lines: int, skip: re.Pattern[str] | None = None) -> str:
     return "\n".join(kept[-lines:])
 
 
+def _die_with_parent() -> list[str]:
+    """A command prefix that kills the child when this process dies without cleaning up.
+
+    ``finally`` and :mod:`atexit` cover failing tests and normal exits, but not a
+    SIGKILL or a CI timeout's SIGTERM, after which etcd and kube-apiserver would
+    linger. ``setpriv --pdeathsig`` (util-linux) sets PR_SET_PDEATHSIG without a
+    ``preexec_fn`` (unsafe with the emulator's threads). SIGKILL, because an
+    orphaned kube-apiserver's graceful shutdown hangs once etcd is gone. The signal
+    follows the *thread* that forked, so it is used only from the main thread.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--"]
+
+
 class _Process:
     """A child process with its output in a log file; stopping is idempotent."""
 
@@ -474,7 +492,7 @@ class _Process:
             log_file.write(f"$ {' '.join(command)}\n".encode())
             log_file.flush()
             self.popen = subprocess.Popen(
-                command,
+                [*_die_with_parent(), *command],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -187,9 +188,39 @@ def test_teardown_happens_when_the_body_fails(tmp_path: Path) -> None:
     assert not workdir.exists()
 
 
-def _alive(pid: int) -> bool:
+def test_processes_die_with_a_killed_test_process(tmp_path: Path) -> None:
+    """A CI timeout may SIGKILL pytest: etcd and kube-apiserver must not outlive it."""
+    pid_file = tmp_path / "pids"
+    script = (
+        "import pathlib, time\n"
+        "from scheduler.testing.controlplane import start_control_plane\n"
+        f"with start_control_plane(workdir=pathlib.Path({str(tmp_path / 'cp')!r})) as plane:\n"
+        f"    pathlib.Path({str(pid_file)!r}).write_text("
+        "' '.join(str(p.popen.pid) for p in plane._processes))\n"
+        "    time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists():
+            assert holder.poll() is None, holder.communicate()[1]
+            assert time.monotonic() < deadline, "control plane did not start"
+            time.sleep(0.1)
+        pids = [int(pid) for pid in pid_file.read_text().split()]
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.communicate()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"orphans survived: {[p for p in pids if _alive(p)]}"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for whoever adopted it to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def emulator() -> Iterator[EmulatorServer]:
+def own_emulator() -> Iterator[EmulatorServer]:
+    """A fresh emulator rather than the session one: kube-scheduler must see only this
+    test's nodes and pods, whatever other tests left behind, and whatever --backend is."""
     server = EmulatorServer(cluster_objects=None, port=0)
     server.start_in_thread()
     try:
@@ -34,12 +36,12 @@ def emulator() -> Iterator[EmulatorServer]:
 
 
 def test_kube_scheduler_schedules_pods_on_the_emulator(
-    emulator: EmulatorServer, spread_scenario: SpreadScenario, tmp_path: Path
+    own_emulator: EmulatorServer, spread_scenario: SpreadScenario, tmp_path: Path
 ) -> None:
     bin_dir = ensure_binaries()  # before the scenario, so a cold build does not age it
     kubeconfig = tmp_path / "emulator.kubeconfig"
-    emulator.write_kubeconfig(kubeconfig)
-    client = RestClient(emulator.url)
+    own_emulator.write_kubeconfig(kubeconfig)
+    client = RestClient(own_emulator.url)
     spread_scenario.create(client)
     # --v=6 logs every request with its status: on failure, the log tail names the
     # request the emulator answered wrongly.

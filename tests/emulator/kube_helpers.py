@@ -42,11 +42,11 @@ def binding(name: str, node: str, uid: str = "") -> dict[str, Any]:
     }
 
 
-def _connection(api: client.ApiClient) -> tuple[dict[str, str], ssl.SSLContext | bool]:
+async def _connection(api: client.ApiClient) -> tuple[dict[str, str], ssl.SSLContext | bool]:
     """Auth headers and TLS settings of ``api``'s kubeconfig, for plain aiohttp requests."""
     conf = api.configuration
     headers: dict[str, str] = {}
-    for setting in conf.auth_settings().values():
+    for setting in (await conf.auth_settings()).values():
         if setting.get("in") == "header" and setting.get("value"):
             headers[setting["key"]] = setting["value"]
     if not conf.host.startswith("https"):
@@ -74,7 +74,7 @@ async def raw(
 
     Returns (status, parsed JSON body, headers).
     """
-    auth, tls = _connection(api)
+    auth, tls = await _connection(api)
     headers = {"Content-Type": content_type, "Accept": "application/json", **auth}
     if body is not None:
         data = json.dumps(body).encode()
@@ -112,7 +112,7 @@ class WatchStream:
 
     @classmethod
     async def open(cls, api: client.ApiClient, path: str, **params: str) -> WatchStream:
-        auth, tls = _connection(api)
+        auth, tls = await _connection(api)
         session = aiohttp.ClientSession(headers=auth)
         query = {"watch": "true", **params}
         resp = await session.get(api.configuration.host + path, params=query, ssl=tls)

@@ -260,7 +260,8 @@ async def test_delete_preconditions_and_missing(
         await core.delete_namespaced_pod(
             "p", namespace, body={"preconditions": {"uid": "not-the-uid"}}
         )
-    assert exc.value.status == 409 and "Precondition failed" in error(exc.value)["message"]
+    assert exc.value.status == 409 and error(exc.value)["reason"] == "Conflict"
+    assert "the UID in the precondition (not-the-uid) does not match" in error(exc.value)["message"]
     with pytest.raises(client.ApiException) as exc:
         await core.delete_namespaced_pod("missing", namespace)
     assert exc.value.status == 404

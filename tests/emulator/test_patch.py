@@ -86,17 +86,19 @@ async def test_json_patch(api_client: client.ApiClient, namespace: str) -> None:
     ops = [
         {"op": "test", "path": "/metadata/labels/a", "value": "1"},
         {"op": "replace", "path": "/metadata/labels/a", "value": "2"},
-        {"op": "add", "path": "/metadata/annotations", "value": {"x~y/z": "v"}},
+        {"op": "add", "path": "/metadata/annotations", "value": {"example.com/team": "v"}},
     ]
     patched = await core.patch_namespaced_pod("p", namespace, ops)
-    assert patched.metadata.labels == {"a": "2"} and patched.metadata.annotations == {"x~y/z": "v"}
+    assert patched.metadata.labels == {"a": "2"} and patched.metadata.annotations == {
+        "example.com/team": "v"
+    }
     with pytest.raises(client.ApiException) as exc:
         await core.patch_namespaced_pod(
             "p", namespace, [{"op": "test", "path": "/metadata/labels/a", "value": "9"}]
         )
     assert exc.value.status == 422
     removed = await core.patch_namespaced_pod(
-        "p", namespace, [{"op": "remove", "path": "/metadata/annotations/x~0y~1z"}]
+        "p", namespace, [{"op": "remove", "path": "/metadata/annotations/example.com~1team"}]
     )
     assert not removed.metadata.annotations
 

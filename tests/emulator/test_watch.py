@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client, config, watch
+
+from scheduler.emulator import EmulatorServer
 
 from .kube_helpers import WatchStream, binding, pod, read_json
 
@@ -26,8 +29,10 @@ async def test_watch_from_list_version_sees_changes_in_order(
         await core.create_namespaced_pod(namespace, pod("p"))
         await core.patch_namespaced_pod("p", namespace, {"metadata": {"labels": {"a": "b"}}})
         await core.delete_namespaced_pod("p", namespace)
-        events = [await stream.next_of({"ADDED", "MODIFIED", "DELETED"}) for _ in range(3)]
-    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+        events = [await stream.next_of({"ADDED", "MODIFIED", "DELETED"}) for _ in range(4)]
+    # A pod delete first marks it (deletionTimestamp, grace 0 when unbound), then removes it.
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "MODIFIED", "DELETED"]
+    assert events[2]["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert versions == sorted(versions) and versions[0] > int(rv)
     assert events[1]["object"]["metadata"]["labels"] == {"a": "b"}
@@ -56,7 +61,9 @@ async def test_watch_without_version_starts_with_current_state(
     assert event["object"]["metadata"]["name"] == "existing"
 
 
-async def test_bookmarks_and_timeout(api_client: client.ApiClient, namespace: str) -> None:
+async def test_timeout_seconds_ends_the_stream(
+    api_client: client.ApiClient, namespace: str
+) -> None:
     core = client.CoreV1Api(api_client)
     rv = await _list_rv(core, namespace)
     started = time.monotonic()
@@ -65,13 +72,39 @@ async def test_bookmarks_and_timeout(api_client: client.ApiClient, namespace: st
         f"/api/v1/namespaces/{namespace}/pods",
         resourceVersion=rv,
         allowWatchBookmarks="true",
-        timeoutSeconds="3",
+        timeoutSeconds="2",
     ) as stream:
-        bookmark = await stream.next_of({"BOOKMARK"}, wait=5)
-        assert int(bookmark["object"]["metadata"]["resourceVersion"]) >= int(rv)
-        assert bookmark["object"]["kind"] == "Pod"
-        assert await stream.next(wait=5) is None, "stream ends at timeoutSeconds"
-    assert time.monotonic() - started < 6
+        while (event := await stream.next(wait=5)) is not None:
+            assert event["type"] == "BOOKMARK"
+    assert 1.5 < time.monotonic() - started < 5
+
+
+async def test_periodic_bookmarks(tmp_path: Path) -> None:
+    """Emulator-only: kube-apiserver bookmarks about once a minute, too slow for a test."""
+    async with EmulatorServer(bookmark_interval=0.2) as server:
+        configuration = client.Configuration()
+        kubeconfig = server.write_kubeconfig(tmp_path / "kc")
+        await config.load_kube_config(
+            config_file=str(kubeconfig), client_configuration=configuration
+        )
+        async with client.ApiClient(configuration) as api:
+            core = client.CoreV1Api(api)
+            rv = await _list_rv(core, "default")
+            async with await WatchStream.open(
+                api, "/api/v1/pods", resourceVersion=rv, allowWatchBookmarks="True"
+            ) as stream:
+                first = await stream.next(wait=5)
+                await core.create_namespaced_pod("default", pod("p"))
+                added = await stream.next_of({"ADDED"})
+                second = await stream.next_of({"BOOKMARK"})
+    assert first is not None and first["type"] == "BOOKMARK"
+    assert first["object"]["kind"] == "Pod" and first["object"]["apiVersion"] == "v1"
+    assert first["object"]["metadata"]["resourceVersion"] == rv
+    # A bookmark promises every earlier event was sent: its version covers the ADDED.
+    assert (
+        second["object"]["metadata"]["resourceVersion"]
+        == (added["object"]["metadata"]["resourceVersion"])
+    )
 
 
 async def test_send_initial_events_ends_with_marked_bookmark(

@@ -123,11 +123,14 @@ async def test_lists_then_watches_adds_updates_deletes(
             content_type="application/merge-patch+json",
         )
         await client.request("DELETE", "/api/v1/namespaces/kube-system/pods/b")
-        await eventually(lambda: len(recorder.calls) == 5, message="three watch events")
+        # As kube-apiserver does, deleting a pod first sets deletionTimestamp
+        # (MODIFIED) and then removes it (DELETED).
+        await eventually(lambda: len(recorder.calls) == 6, message="four watch events")
 
     assert recorder.kinds()[2:] == [
         ("add", "default/c"),
         ("update", "default/a"),
+        ("update", "kube-system/b"),
         ("delete", "kube-system/b"),
     ]
     assert sorted(informer.store) == ["default/a", "default/c"]

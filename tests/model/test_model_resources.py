@@ -380,7 +380,7 @@ def test_node_allocatable_falls_back_to_capacity(allocatable: Any) -> None:
 
 def test_node_allocatable_errors_and_empty() -> None:
     assert node_allocatable({}) == {}
-    with pytest.raises(QuantityError, match=r"^node status\.allocatable\.cpu: "):
+    with pytest.raises(QuantityError, match=r"^status\.allocatable\.cpu: "):
         node_allocatable({"status": {"allocatable": {"cpu": "four"}}})
 
 

@@ -104,6 +104,7 @@ def allocation_matrices(
     """kube's calculateResourceAllocatableRequest for every candidate and resource at once."""
     table = nodes.table
     rows = nodes.rows
+    # ``m[:, col].take(rows)`` gathers the same values as ``m[rows, col]``, 2x faster.
     n = len(rows)
     alloc = np.zeros((n, len(names)), dtype=np.int64)
     req = np.zeros((n, len(names)), dtype=np.int64)
@@ -112,29 +113,51 @@ def allocation_matrices(
         if name in ("cpu", "memory"):
             col = CPU if name == "cpu" else MEMORY
             if use_requested:
-                placed = table.requested[rows, col]
+                placed = table.requested[:, col].take(rows)
             else:
-                placed = table.non_zero_requested[rows, 0 if name == "cpu" else 1]
-            alloc[:, j] = table.allocatable[rows, col]
+                placed = table.non_zero_requested[:, 0 if name == "cpu" else 1].take(rows)
+            alloc[:, j] = table.allocatable[:, col].take(rows)
             req[:, j] = placed + pod_request
         elif name == "ephemeral-storage":
-            alloc[:, j] = table.allocatable[rows, EPHEMERAL_STORAGE]
-            req[:, j] = table.requested[rows, EPHEMERAL_STORAGE] + pod_request
+            alloc[:, j] = table.allocatable[:, EPHEMERAL_STORAGE].take(rows)
+            req[:, j] = table.requested[:, EPHEMERAL_STORAGE].take(rows) + pod_request
         elif is_scalar_resource_name(name):
             # A scalar resource the pod does not ask for does not count for it.
             col_or_none = table.resource_index.get(name)
             if pod_request == 0 or col_or_none is None:
                 continue
-            alloc[:, j] = table.allocatable[rows, col_or_none]
-            req[:, j] = table.requested[rows, col_or_none] + pod_request
+            alloc[:, j] = table.allocatable[:, col_or_none].take(rows)
+            req[:, j] = table.requested[:, col_or_none].take(rows) + pod_request
         # Anything else (e.g. "pods") is not a scored resource in kube: left 0/0.
-    scored = alloc != 0
-    return AllocationMatrices(np.where(scored, alloc, 0), np.where(scored, req, 0))
+    # Where the node has none of a resource (0 allocatable) it is not scored: 0/0.
+    # (alloc is already 0 there; zeroing req in place avoids two np.where copies.)
+    np.multiply(req, alloc != 0, out=req)
+    return AllocationMatrices(alloc, req)
+
+
+def _row_sums(matrix: IntArray) -> IntArray:
+    """``matrix.sum(axis=1)`` for a few columns, column by column.
+
+    numpy's axis-1 reduction over 2-4 columns is an order of magnitude slower
+    than adding the columns; integer sums are exact in any order.
+    """
+    n, k = matrix.shape
+    if k == 0:
+        return np.zeros(n, dtype=np.int64)
+    total = matrix[:, 0].copy()
+    for j in range(1, k):
+        total += matrix[:, j]
+    return total
 
 
 def least_allocated(m: AllocationMatrices, weights: IntArray) -> IntArray:
     """Favour free capacity: mean over resources of ``(alloc - req) * 100 / alloc``."""
     scored = m.scored
+    if scored.all():
+        # The usual case (every node has every scored resource): no masking needed.
+        per_resource = (m.allocatable - m.requested) * MAX_NODE_SCORE // m.allocatable
+        per_resource[m.requested > m.allocatable] = 0
+        return _all_scored_mean(per_resource, weights)
     safe_alloc = np.where(scored, m.allocatable, 1)
     per_resource = np.where(
         scored & (m.requested <= m.allocatable),
@@ -153,10 +176,20 @@ def most_allocated(m: AllocationMatrices, weights: IntArray) -> IntArray:
     return _weighted_floor_mean(per_resource, scored, weights)
 
 
+def _all_scored_mean(per_resource: IntArray, weights: IntArray) -> IntArray:
+    """:func:`_weighted_floor_mean` when every resource is scored on every node."""
+    weight_sum = int(weights.sum())
+    if weight_sum <= 0:
+        return np.zeros(per_resource.shape[0], dtype=np.int64)
+    node_score = _row_sums(per_resource * weights[np.newaxis, :])
+    node_score //= weight_sum
+    return node_score
+
+
 def _weighted_floor_mean(per_resource: IntArray, scored: BoolArray, weights: IntArray) -> IntArray:
     weight_matrix = np.where(scored, weights[np.newaxis, :], 0)
-    node_score = (per_resource * weight_matrix).sum(axis=1)
-    weight_sum = weight_matrix.sum(axis=1)
+    node_score = _row_sums(per_resource * weight_matrix)
+    weight_sum = _row_sums(weight_matrix)
     return np.where(weight_sum > 0, node_score // np.maximum(weight_sum, 1), 0).astype(np.int64)
 
 
@@ -219,9 +252,16 @@ def balanced_allocation(m: AllocationMatrices) -> IntArray:
     """
     scored = m.scored
     n_nodes, n_res = scored.shape
+    if n_res == 2 and scored.all():
+        # The usual case (cpu and memory on every node): kube's two-resource formula.
+        fractions = np.minimum(
+            m.requested.astype(np.float64) / m.allocatable.astype(np.float64), 1.0
+        )
+        std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
+        return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     safe_alloc = np.where(scored, m.allocatable, 1).astype(np.float64)
     fractions = np.minimum(m.requested.astype(np.float64) / safe_alloc, 1.0)
-    count = scored.sum(axis=1)
+    count = _row_sums(scored.astype(np.int64))
     total = np.zeros(n_nodes, dtype=np.float64)
     for j in range(n_res):
         total = total + np.where(scored[:, j], fractions[:, j], 0.0)

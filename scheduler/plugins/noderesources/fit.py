@@ -194,7 +194,10 @@ class NodeResourcesFit(Plugin):
         result = FilterResult(len(rows))
         allocatable = table.allocatable
         requested = table.requested
-        result.reject(requested[rows, PODS] + 1 > allocatable[rows, PODS], "Too many pods")
+        # ``m[:, col].take(rows)`` gathers what ``m[rows, col]`` does, about twice as fast.
+        result.reject(
+            requested[:, PODS].take(rows) + 1 > allocatable[:, PODS].take(rows), "Too many pods"
+        )
         if request.empty:
             return result
         for amount, col, reason in (
@@ -203,7 +206,7 @@ class NodeResourcesFit(Plugin):
             (request.ephemeral_storage, EPHEMERAL_STORAGE, "Insufficient ephemeral-storage"),
         ):
             if amount > 0:
-                free = allocatable[rows, col] - requested[rows, col]
+                free = allocatable[:, col].take(rows) - requested[:, col].take(rows)
                 result.reject(amount > free, reason)
         for name, amount in request.scalars:
             if self._ignored(name):
@@ -213,7 +216,7 @@ class NodeResourcesFit(Plugin):
                 # No node has ever offered it: every candidate lacks it.
                 insufficient = np.ones(len(rows), dtype=np.bool_)
             else:
-                free = allocatable[rows, col_or_none] - requested[rows, col_or_none]
+                free = allocatable[:, col_or_none].take(rows) - requested[:, col_or_none].take(rows)
                 insufficient = amount > free
             result.reject(insufficient, f"Insufficient {name}")
         return result

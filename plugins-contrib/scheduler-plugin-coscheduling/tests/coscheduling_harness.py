@@ -1,0 +1,251 @@
+"""Test harness: the real daemon with Coscheduling enabled, against the emulator over HTTP.
+
+Self-contained on purpose: the distribution's tests must pass when it is
+installed alone next to the core, so nothing here comes from the core's own
+test suite. Objects are created through the API, as a user would, and the
+daemon sees them only through its informers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from scheduler.config import load_config
+from scheduler.emulator import EmulatorServer
+from scheduler.engine.daemon import Daemon
+from scheduler.framework.loader import PluginCatalog
+from scheduler.kube.client import KubeClient
+
+from scheduler_plugin_coscheduling import POD_GROUP_LABEL, Coscheduling
+
+SCHEDULER_NAME = "pluggable-scheduler"
+NAMESPACE = "default"
+PODGROUPS_PATH = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+
+
+def make_node(name: str, *, cpu: str = "1", memory: str = "4Gi", pods: int = 110) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def make_pod(
+    name: str,
+    *,
+    group: str | None = None,
+    cpu: str = "1",
+    priority: int | None = None,
+    gates: Sequence[str] = (),
+    namespace: str = NAMESPACE,
+) -> dict[str, Any]:
+    labels = {POD_GROUP_LABEL: group} if group else {}
+    spec: dict[str, Any] = {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu}},
+            }
+        ],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def make_podgroup(
+    name: str,
+    min_member: int,
+    *,
+    timeout: int | None = None,
+    min_resources: Mapping[str, str] | None = None,
+    namespace: str = NAMESPACE,
+    created: str | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout is not None:
+        spec["scheduleTimeoutSeconds"] = timeout
+    if min_resources:
+        spec["minResources"] = dict(min_resources)
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if created:
+        meta["creationTimestamp"] = created
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": spec,
+    }
+
+
+def scheduler_config(
+    args: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration enabling Coscheduling, as the README tells users to."""
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        # Retries within the test's patience; the backoff rules are the core's.
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": 1,
+        "profiles": [
+            {
+                "schedulerName": SCHEDULER_NAME,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "PrioritySort"}],
+                    },
+                },
+                "pluginConfig": [{"name": "Coscheduling", "args": dict(args or {})}],
+            }
+        ],
+    }
+
+
+class GangCluster:
+    """A running daemon and the API it schedules against, with helpers to observe both."""
+
+    def __init__(self, server: EmulatorServer, client: KubeClient, daemon: Daemon) -> None:
+        self.server = server
+        self.client = client
+        self.daemon = daemon
+
+    # -- API ----------------------------------------------------------------------------
+
+    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        kind = obj["kind"]
+        namespace = obj["metadata"].get("namespace", NAMESPACE)
+        if kind == "Node":
+            path = "/api/v1/nodes"
+        elif kind == "Pod":
+            path = f"/api/v1/namespaces/{namespace}/pods"
+        elif kind == "PodGroup":
+            path = PODGROUPS_PATH.format(ns=namespace)
+        else:
+            raise ValueError(f"the harness does not create {kind} objects")
+        created: dict[str, Any] = await self.client.request("POST", path, body=dict(obj))
+        return created
+
+    async def pod(self, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+        pod: dict[str, Any] = await self.client.request(
+            "GET", f"/api/v1/namespaces/{namespace}/pods/{name}"
+        )
+        return pod
+
+    async def podgroup(self, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+        group: dict[str, Any] = await self.client.request(
+            "GET", f"{PODGROUPS_PATH.format(ns=namespace)}/{name}"
+        )
+        return group
+
+    async def node_of(self, name: str) -> str:
+        return str(((await self.pod(name)).get("spec") or {}).get("nodeName") or "")
+
+    async def condition_message(self, name: str) -> str:
+        """The message of the pod's PodScheduled=False condition ("" if none)."""
+        for cond in ((await self.pod(name)).get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                return str(cond.get("message") or "")
+        return ""
+
+    # -- scheduler state ----------------------------------------------------------------
+
+    @property
+    def plugin(self) -> Coscheduling:
+        profile = self.daemon.profiles[SCHEDULER_NAME]
+        plugin = profile.framework.plugins["Coscheduling"]
+        assert isinstance(plugin, Coscheduling)
+        return plugin
+
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Requested resources per node in the scheduler's NodeTable (assumed pods count)."""
+        table = self.daemon.cache.table
+        return {table.names[row]: table.node_info(row).requested for row in table.rows().tolist()}
+
+    def waiting(self) -> list[str]:
+        return sorted(entry.pod.name for entry in self.daemon.waiting_pods)
+
+    def assumed(self) -> list[str]:
+        return sorted(key.rpartition("/")[2] for key in self.daemon.cache.assumed)
+
+    # -- waiting ------------------------------------------------------------------------
+
+    async def eventually(
+        self,
+        check: Callable[[], Awaitable[bool]],
+        what: str,
+        *,
+        within: float = 15.0,
+        interval: float = 0.02,
+    ) -> None:
+        """Poll ``check`` until it holds; fail naming ``what`` and the scheduler's state."""
+        deadline = time.monotonic() + within
+        while True:
+            if await check():
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {within:g}s waiting for {what}; waiting={self.waiting()} "
+                    f"assumed={self.assumed()} queue={self.daemon.queue.counts()}"
+                )
+            await asyncio.sleep(interval)
+
+    async def bound(self, names: Sequence[str]) -> dict[str, str]:
+        return {name: await self.node_of(name) for name in names}
+
+
+@contextlib.asynccontextmanager
+async def gang_cluster(
+    tmp_path: Path,
+    *,
+    nodes: Sequence[Mapping[str, Any]] = (),
+    args: Mapping[str, Any] | None = None,
+) -> AsyncIterator[GangCluster]:
+    """Start the emulator (PodGroup CRD built in), create ``nodes``, run the daemon."""
+    async with EmulatorServer() as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, burst=1000)
+        try:
+            config = load_config(scheduler_config(args))
+            daemon = Daemon(config, PluginCatalog.discover(), client, serve_health=False, seed=0)
+            cluster = GangCluster(server, client, daemon)
+            for node in nodes:
+                await cluster.create(node)
+            run = asyncio.create_task(daemon.run(install_signal_handlers=False))
+            leading = asyncio.create_task(daemon.leading.wait())
+            await asyncio.wait({run, leading}, return_when=asyncio.FIRST_COMPLETED)
+            if run.done():
+                run.result()  # start-up failed: raise its error here
+            try:
+                yield cluster
+            finally:
+                leading.cancel()
+                daemon.request_stop()
+                await asyncio.wait_for(run, 30)
+        finally:
+            await client.close()

@@ -1,0 +1,183 @@
+"""Checks on a pod's metadata before the engine trusts it.
+
+kube-apiserver validates labels (and annotations' size) at admission, so
+kube-scheduler never sees a pod whose labels break the rules. An API server
+that does not validate (an emulator, a proxy, a buggy aggregated server) can
+hand us one anyway, and label selectors, topology keys and the label indexes
+all assume those rules. So the daemon applies the same rules on ingest and
+turns a violation into a FailedScheduling event naming the field, instead of
+feeding plugins data they were never meant to see.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.state.pod import InvalidPodError
+
+_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+NAME_MAX = 63
+PREFIX_MAX = 253
+ANNOTATIONS_MAX_BYTES = 256 * 1024  # kube's TotalAnnotationSizeLimitB
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a valid label key (kube's IsQualifiedName), or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
+        return f"key {_shown(key)}: prefix must be a DNS subdomain of at most {PREFIX_MAX} chars"
+    if not name:
+        return f"key {_shown(key)}: name part must not be empty"
+    if len(name) > NAME_MAX:
+        return f"key {_shown(key)}: name part must be no more than {NAME_MAX} characters"
+    if not _NAME.match(name):
+        return (
+            f"key {_shown(key)}: name part must consist of alphanumeric characters, "
+            "'-', '_' or '.', and must start and end with an alphanumeric character"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a valid label value (kube's IsValidLabelValue), or None."""
+    if len(value) > NAME_MAX:
+        return f"value {_shown(value)}: must be no more than {NAME_MAX} characters"
+    if not _NAME.match(value):
+        return (
+            f"value {_shown(value)}: must be empty or consist of alphanumeric characters, "
+            "'-', '_' or '.', and must start and end with an alphanumeric character"
+        )
+    return None
+
+
+def check_pod_metadata(raw: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidPodError` if the pod's metadata breaks kube's rules."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InvalidPodError("metadata is missing or not an object")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidPodError("metadata.name is missing or not a string")
+    key = f"{meta.get('namespace') or 'default'}/{name}"
+    labels = meta.get("labels")
+    if labels is not None:
+        if not isinstance(labels, Mapping):
+            raise InvalidPodError(f"pod {key}: metadata.labels must be a map of strings")
+        for k, v in labels.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidPodError(f"pod {key}: metadata.labels must map strings to strings")
+            problem = label_key_problem(k) or label_value_problem(v)
+            if problem is not None:
+                raise InvalidPodError(f"pod {key}: invalid label {problem}")
+    annotations = meta.get("annotations")
+    if annotations is not None:
+        if not isinstance(annotations, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
+        ):
+            raise InvalidPodError(f"pod {key}: metadata.annotations must map strings to strings")
+        size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+        if size > ANNOTATIONS_MAX_BYTES:
+            raise InvalidPodError(
+                f"pod {key}: metadata.annotations total {size} bytes, "
+                f"more than the {ANNOTATIONS_MAX_BYTES} allowed"
+            )
+
+
+_TOLERATION_OPERATORS = ("", "Exists", "Equal")
+_TAINT_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+_LIST_OF_OBJECTS = (
+    "containers",
+    "initContainers",
+    "tolerations",
+    "schedulingGates",
+    "topologySpreadConstraints",
+    "volumes",
+)
+
+
+def check_pod_spec(raw: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidPodError` naming the field if the spec has the wrong shape.
+
+    kube-apiserver rejects these at decode or validation time; the engine's
+    parser and the plugins would otherwise fail on them deep inside a cycle
+    with an error that names no field.
+    """
+    meta = raw.get("metadata") or {}
+    key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    spec = raw.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidPodError(f"pod {key}: spec is missing or not an object")
+
+    def bad(path: str, what: str) -> InvalidPodError:
+        return InvalidPodError(f"pod {key}: spec.{path} {what}")
+
+    for name in ("nodeName", "schedulerName", "priorityClassName"):
+        if spec.get(name) is not None and not isinstance(spec[name], str):
+            raise bad(name, "must be a string")
+    if not isinstance(spec.get("containers"), list) or not spec["containers"]:
+        raise bad("containers", "must be a non-empty list of containers")
+    for field in _LIST_OF_OBJECTS:
+        items = spec.get(field)
+        if items is None:
+            continue
+        if not isinstance(items, list):
+            raise bad(field, "must be a list")
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise bad(f"{field}[{i}]", "must be an object")
+    for field in ("containers", "initContainers"):
+        for i, container in enumerate(spec.get(field) or ()):
+            resources = container.get("resources")
+            if resources is None:
+                continue
+            if not isinstance(resources, Mapping):
+                raise bad(f"{field}[{i}].resources", "must be an object")
+            for kind in ("requests", "limits"):
+                amounts = resources.get(kind)
+                if amounts is not None and not isinstance(amounts, Mapping):
+                    raise bad(
+                        f"{field}[{i}].resources.{kind}", "must map resource names to quantities"
+                    )
+    for field in ("nodeSelector",):
+        value = spec.get(field)
+        if value is not None and (
+            not isinstance(value, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        ):
+            raise bad(field, "must map strings to strings")
+    for field in ("affinity", "overhead"):
+        if spec.get(field) is not None and not isinstance(spec[field], Mapping):
+            raise bad(field, "must be an object")
+    for i, toleration in enumerate(spec.get("tolerations") or ()):
+        operator = toleration.get("operator") or ""
+        if operator not in _TOLERATION_OPERATORS:
+            raise bad(
+                f"tolerations[{i}].operator",
+                f'{_shown(str(operator))} is not supported: supported values: "Equal", "Exists"',
+            )
+        effect = toleration.get("effect") or ""
+        if effect not in _TAINT_EFFECTS:
+            raise bad(
+                f"tolerations[{i}].effect",
+                f"{_shown(str(effect))} is not supported: supported values: "
+                '"NoSchedule", "PreferNoSchedule", "NoExecute"',
+            )
+    for i, gate in enumerate(spec.get("schedulingGates") or ()):
+        if not isinstance(gate.get("name"), str) or not gate["name"]:
+            raise bad(f"schedulingGates[{i}].name", "must be a non-empty string")
+
+
+def check_parsed_requests(key: str, requests: Mapping[str, int]) -> None:
+    """Negative requests (which the API server rejects) would free room on a node."""
+    for resource, amount in requests.items():
+        if amount < 0:
+            raise InvalidPodError(
+                f"pod {key}: resource requests of {resource} must be greater than or equal to 0"
+            )

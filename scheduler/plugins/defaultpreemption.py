@@ -1,0 +1,727 @@
+"""DefaultPreemption: kube-scheduler's PostFilter that makes room by evicting pods.
+
+Called only when no node fits the pod. Semantics follow kube-scheduler's
+``defaultpreemption`` plugin and its ``preemption.Evaluator``:
+
+1. **Eligibility.** A pod with ``preemptionPolicy: Never`` never preempts. A
+   pod that already has a nominated node does not preempt again while a
+   lower-priority pod on that node is terminating *because of a preemption*
+   (deletion started and condition ``DisruptionTarget=True`` with reason
+   ``PreemptionByScheduler``), unless the filters now call that node
+   UnschedulableAndUnresolvable. A pod whose previous preemption is still
+   being carried out (its API calls are in flight) does not preempt either.
+2. **Candidates.** Only nodes the Filter plugins rejected as Unschedulable
+   (not UnschedulableAndUnresolvable) are tried. They are visited from a
+   random offset, and the search stops once at least one candidate violates
+   no PodDisruptionBudget and ``max(n * minCandidateNodesPercentage / 100,
+   minCandidateNodesAbsolute)`` (at most ``n``) candidates were found.
+3. **Victims on one node.** Every pod of lower priority is removed (from the
+   live NodeTable and, through the PreFilter RemovePod extensions, from a
+   copy of the cycle state); if the pod then passes every Filter plugin, the
+   removed pods are re-added one by one, PDB-violating ones first and each
+   group from the most important (higher priority, then earlier start), and
+   each that still leaves room stays. The rest are the victims. The table is
+   restored before the next node is tried: the scheduling cycle is
+   synchronous, so nobody else sees the what-if state.
+4. **Choice of node.** Fewest PDB violations, then the lowest highest-victim
+   priority, the smallest sum of victim priorities, the fewest victims, the
+   latest start time among the highest-priority victims, then the first.
+5. **Action.** The victims are deleted in a background task (a waiting pod
+   at Permit is rejected instead): first the ``DisruptionTarget`` condition
+   is added to the victim's status, then ``DELETE`` with a UID precondition,
+   then a ``Preempted`` event. Lower-priority pods nominated to the chosen
+   node lose their nomination. The pod itself is nominated to the node by
+   the framework from the returned :class:`PostFilterResult`.
+
+When no candidate exists, the status explains why per node, in kube's words
+("preemption: 0/N nodes are available: ...").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, Field, model_validator
+
+from scheduler.api import (
+    Code,
+    CycleState,
+    Diagnosis,
+    Handle,
+    NodeInfo,
+    NodeTable,
+    ObjectStore,
+    Plugin,
+    PodInfo,
+    PostFilterResult,
+    Status,
+    hookimpl,
+)
+from scheduler.model.selectors import LabelSelector, SelectorError
+from scheduler.plugins._helpers import PluginArgs, coerce_args
+
+NAME = "DefaultPreemption"
+PDB_RESOURCE = ("policy", "v1", "poddisruptionbudgets")
+
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MSG_PREEMPT_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_IN_PROGRESS = "waiting for the preemption for this pod to be finished"
+MESSAGE_PREFIX = "preemption: "
+
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+# kube adds MaxInt32 + 1 to every victim priority before summing, so that
+# negative priorities do not make more victims look cheaper.
+_PRIORITY_OFFSET = 2**31
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+IntArray = npt.NDArray[np.int64]
+
+
+class DefaultPreemptionArgs(PluginArgs):
+    """``pluginConfig`` args, as kube-scheduler's ``DefaultPreemptionArgs``."""
+
+    min_candidate_nodes_percentage: int = Field(default=10, ge=0, le=100)
+    min_candidate_nodes_absolute: int = Field(default=100, ge=0)
+
+    @model_validator(mode="after")
+    def _not_both_zero(self) -> Self:
+        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
+            raise ValueError(
+                "minCandidateNodesPercentage cannot be zero at the same time as "
+                "minCandidateNodesAbsolute"
+            )
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node where the pod fits once ``victims`` (most important first) are gone."""
+
+    node: str
+    victims: tuple[PodInfo, ...]
+    num_pdb_violations: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """The parts of a policy/v1 PodDisruptionBudget that preemption reads."""
+
+    namespace: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> DisruptionBudget:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        try:
+            selector = LabelSelector.from_dict(spec.get("selector"), "spec.selector")
+        except SelectorError:
+            # An invalid selector matches no pod (kube skips the budget).
+            selector = LabelSelector.nothing()
+        allowed = status.get("disruptionsAllowed")
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            selector=selector,
+            disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+            disrupted_pods=frozenset(status.get("disruptedPods") or {}),
+        )
+
+    def selects(self, pod: PodInfo) -> bool:
+        """Same namespace and a selector that matches; nil or empty selectors match nothing."""
+        if self.namespace != pod.namespace or self.selector.is_everything:
+            return False
+        return self.selector.matches(pod.labels)
+
+
+# -- pure helpers (kube's util functions) -------------------------------------------------
+
+
+def start_time_ns(pod: PodInfo, now_ns: int) -> int:
+    """``status.startTime`` in ns since the epoch; pods not started yet count as ``now``."""
+    value = (pod.raw.get("status") or {}).get("startTime")
+    if not isinstance(value, str) or not value:
+        return now_ns
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return now_ns
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return (parsed - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def importance_key(now_ns: int) -> Callable[[PodInfo], tuple[int, int]]:
+    """Sort key putting more important pods first: higher priority, then earlier start."""
+
+    def key(pod: PodInfo) -> tuple[int, int]:
+        return (-pod.priority, start_time_ns(pod, now_ns))
+
+    return key
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], budgets: Sequence[DisruptionBudget]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split ``pods`` (order kept) into those whose eviction would violate a budget and the rest.
+
+    Each budget's ``disruptionsAllowed`` is spent by the pods it selects, in
+    order; a pod already listed in the budget's ``disruptedPods`` is not
+    counted again (the API server has processed its eviction).
+    """
+    allowed = [b.disruptions_allowed for b in budgets]
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:  # a pod without labels matches no budget
+            for i, budget in enumerate(budgets):
+                if not budget.selects(pod) or pod.name in budget.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """How many candidates the dry run looks for (kube's ``calculateNumCandidates``)."""
+    n = num_nodes * percentage // 100
+    n = max(n, absolute)
+    return min(n, num_nodes)
+
+
+def earliest_start_of_most_important(victims: Sequence[PodInfo], now_ns: int) -> int:
+    """The earliest start time among the highest-priority victims (kube's helper)."""
+    top = max(p.priority for p in victims)
+    return min(start_time_ns(p, now_ns) for p in victims if p.priority == top)
+
+
+def pick_one_node(candidates: Sequence[Candidate], now_ns: int) -> Candidate:
+    """kube's ``pickOneNodeForPreemption``: each criterion only breaks the previous one's ties."""
+    criteria: tuple[Callable[[Candidate], int], ...] = (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(p.priority + _PRIORITY_OFFSET for p in c.victims),
+        lambda c: -len(c.victims),
+        lambda c: earliest_start_of_most_important(c.victims, now_ns),
+    )
+    remaining = list(candidates)
+    for score in criteria:
+        scores = [score(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+def terminating_by_preemption(pod: PodInfo) -> bool:
+    """Deletion started and the first DisruptionTarget condition says a scheduler preempted it."""
+    if not pod.deleting:
+        return False
+    for condition in (pod.raw.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == DISRUPTION_TARGET:
+            return (
+                condition.get("status") == "True"
+                and condition.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
+            )
+    return False
+
+
+def fit_error_message(total_nodes: int, statuses: Mapping[str, Status]) -> str:
+    """kube's FitError text over the dry run's per-node statuses.
+
+    Nodes without a status (never tried: preemption cannot help there) count
+    as "Preemption is not helpful for scheduling".
+    """
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    absent = total_nodes - len(statuses)
+    if absent > 0:
+        counts[MSG_NOT_HELPFUL] = counts.get(MSG_NOT_HELPFUL, 0) + absent
+    text = f"0/{total_nodes} nodes are available:"
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    if parts:
+        text += f" {', '.join(parts)}."
+    return text
+
+
+def _as_error(status: Status) -> Status:
+    """Any failure of a PreFilter extension aborts the node's evaluation as an Error."""
+    if status.code is Code.ERROR:
+        return status
+    reasons = status.reasons or (f"PreFilter extension of {status.plugin} failed",)
+    return Status(Code.ERROR, reasons, status.plugin, status.error)
+
+
+def _aggregate(errors: Sequence[Status]) -> Status:
+    """One Error status for several (Go's ``utilerrors.NewAggregate`` rendering)."""
+    if len(errors) == 1:
+        return errors[0]
+    messages = [e.message() for e in errors]
+    return Status(Code.ERROR, (f"[{', '.join(messages)}]",), None, errors[0].error)
+
+
+def _is_gone(err: BaseException) -> bool:
+    """A 404 (victim already deleted) or 409 (UID precondition: a different pod now)."""
+    return getattr(err, "status", None) in (404, 409)
+
+
+class _ExtensionFailed(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+# -- the plugin ------------------------------------------------------------------------------
+
+
+class DefaultPreemption(Plugin):
+    """kube-scheduler's default PostFilter: preempt lower-priority pods."""
+
+    api_version = "1.0"
+    name: ClassVar[str] = NAME
+    Args: ClassVar[type[BaseModel] | None] = DefaultPreemptionArgs
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (PDB_RESOURCE,)
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        parsed = coerce_args(DefaultPreemptionArgs, args)
+        super().__init__(parsed, handle)
+        self.min_candidate_nodes_percentage = parsed.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = parsed.min_candidate_nodes_absolute
+        #: Random offset into the candidate nodes (kube's ``rand.Int31n``); replaceable in tests.
+        self.offset_rand: Callable[[int], int] = random.Random().randrange
+        #: Clock for pods without a start time (they count as started now).
+        self.clock_ns: Callable[[], int] = time.time_ns
+        self._preempting: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Ask for the PDB store now, not at the first preemption: the daemon
+        # starts (and waits for) the informers of stores requested before it
+        # runs. Handles without stores (minimal test fakes) get it lazily.
+        self._pdb_store: ObjectStore | None = None
+        if callable(getattr(handle, "store", None)):
+            self._pdb_store = handle.store(*PDB_RESOURCE)
+
+    @property
+    def background_tasks(self) -> frozenset[asyncio.Task[None]]:
+        """Preemptions still deleting their victims."""
+        return frozenset(self._tasks)
+
+    def is_preempting(self, uid: str) -> bool:
+        """Whether the victims of this preemptor are still being deleted."""
+        return uid in self._preempting
+
+    # -- PostFilter -------------------------------------------------------------------------
+
+    @hookimpl
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        result, status = self.preempt(state, pod, diagnosis)
+        message = status.message()
+        if message:
+            status = Status(status.code, (MESSAGE_PREFIX + message,), status.plugin, status.error)
+        return PostFilterResult(status, result)
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[str | None, Status]:
+        """kube's ``Evaluator.Preempt``: the nominated node (or None) and the status."""
+        if self.is_preempting(pod.uid or pod.key):
+            return None, Status.unschedulable(MSG_IN_PROGRESS)
+        table = self.handle.table
+        eligible, why = self.pod_eligible_to_preempt_others(pod, diagnosis)
+        if not eligible:
+            return None, Status.unschedulable(why)
+        total = len(table)
+        if total == 0:
+            return None, Status.error_status("no nodes available")
+        now_ns = self.clock_ns()
+        rows = self.potential_rows(diagnosis)
+        candidates: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[Status] = []
+        if len(rows):
+            budgets = self.disruption_budgets()
+            offset, num_candidates = self.get_offset_and_num_candidates(len(rows))
+            candidates, statuses, errors = self.dry_run_preemption(
+                state, pod, rows, budgets, offset, num_candidates, now_ns
+            )
+        if errors and not candidates:
+            return None, _aggregate(errors)
+        if not candidates:
+            if pod.nominated_node_name:
+                # kube clears the pod's own nomination when preemption cannot help.
+                self._spawn(self._unnominate(pod), pod)
+            return None, Status.unschedulable(fit_error_message(total, statuses))
+        best = self.select_candidate(candidates, now_ns)
+        self.prepare_candidate(best, pod)
+        return best.node, Status.success()
+
+    # -- eligibility ------------------------------------------------------------------------
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[bool, str]:
+        """kube's ``PodEligibleToPreemptOthers``: (eligible, reason if not)."""
+        if (pod.raw.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return False, MSG_PREEMPT_NEVER
+        nominated = pod.nominated_node_name
+        if not nominated:
+            return True, ""
+        table = self.handle.table
+        if self.node_code(diagnosis, nominated) is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True, ""
+        row = table.row_of(nominated)
+        if row is not None:
+            for other in table.pods[row].values():
+                if other.priority < pod.priority and terminating_by_preemption(other):
+                    return False, MSG_TERMINATING
+        return True, ""
+
+    # -- candidates -------------------------------------------------------------------------
+
+    @staticmethod
+    def _absent_code(diagnosis: Diagnosis) -> Code:
+        """The code of nodes the diagnosis has no verdict for.
+
+        A PreFilter rejection leaves no per-node verdicts: PostFilter only runs
+        for an Unschedulable one, which kube applies to every node. Otherwise
+        an absent node is one preemption cannot help (kube's default).
+        """
+        if not diagnosis.rejections and diagnosis.pre_filter_message:
+            return Code.UNSCHEDULABLE
+        return Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+    def node_code(self, diagnosis: Diagnosis, node_name: str) -> Code:
+        """The Filter verdict's code for one node (absent nodes as kube treats them)."""
+        row = self.handle.table.row_of(node_name)
+        if row is not None:
+            for rejection in diagnosis.rejections:
+                hits = np.flatnonzero(rejection.rows == row)
+                if len(hits):
+                    return Code(int(rejection.codes[hits[0]]))
+        return self._absent_code(diagnosis)
+
+    def potential_rows(self, diagnosis: Diagnosis) -> IntArray:
+        """NodeTable rows rejected only as Unschedulable, in row order."""
+        table = self.handle.table
+        if self._absent_code(diagnosis) is Code.UNSCHEDULABLE:
+            return table.rows()
+        rows = np.unique(diagnosis.resolvable_rows()).astype(np.int64)
+        rows = rows[rows < table.size]
+        return rows[table.alive[rows]]
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random start in the potential nodes and how many candidates to look for."""
+        return self.offset_rand(num_nodes), calculate_num_candidates(
+            num_nodes, self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        )
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        if self._pdb_store is None:
+            self._pdb_store = self.handle.store(*PDB_RESOURCE)
+        return [DisruptionBudget.from_dict(o) for o in self._pdb_store.list(None)]
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        offset: int,
+        num_candidates: int,
+        now_ns: int,
+    ) -> tuple[list[Candidate], dict[str, Status], list[Status]]:
+        """Select victims node by node from ``offset`` until enough candidates are found.
+
+        Returns the candidates (those violating no budget first), the status
+        of every node that cannot become one, and the errors met.
+        """
+        table = self.handle.table
+        limit = max(num_candidates, 1)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[Status] = []
+        n = len(rows)
+        for i in range(n):
+            row = int(rows[(offset + i) % n])
+            node_name = table.names[row]
+            victims, violations, status = self.select_victims_on_node(
+                state.clone(), pod, row, budgets, now_ns
+            )
+            if status.is_success() and victims:
+                group = violating if violations else non_violating
+                if len(group) < limit:
+                    group.append(Candidate(node_name, tuple(victims), violations))
+                if non_violating and len(non_violating) + len(violating) >= limit:
+                    break
+                continue
+            if status.is_success():
+                status = Status.error_status(
+                    f'expected at least one victim pod on node "{node_name}"'
+                )
+            if status.code is Code.ERROR:
+                errors.append(status)
+            statuses[node_name] = status
+        return non_violating + violating, statuses, errors
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        row: int,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+    ) -> tuple[list[PodInfo], int, Status]:
+        """kube's ``SelectVictimsOnNode``: the fewest pods whose removal lets ``pod`` fit.
+
+        Returns the victims (most important first), how many of them violate
+        a budget, and the status. ``state`` is mutated (pass a clone); the
+        table is restored before returning.
+        """
+        table = self.handle.table
+        framework = self.handle.framework
+        node = NodeInfo(table, row)
+        node_name = table.names[row]
+        potential = [p for p in table.pods[row].values() if p.priority < pod.priority]
+        if not potential:
+            return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+        removed: dict[str, PodInfo] = {}
+
+        def remove(victim: PodInfo) -> None:
+            table.remove_pod(victim.key)
+            removed[victim.key] = victim
+            status = framework.run_pre_filter_remove_pod(state, pod, victim, node)
+            if not status.is_success():
+                raise _ExtensionFailed(_as_error(status))
+
+        def add(victim: PodInfo) -> None:
+            table.add_pod(victim, node_name)
+            del removed[victim.key]
+            status = framework.run_pre_filter_add_pod(state, pod, victim, node)
+            if not status.is_success():
+                raise _ExtensionFailed(_as_error(status))
+
+        try:
+            for victim in potential:
+                remove(victim)
+            status = framework.run_filter_with_nominated(state, pod, node)
+            if not status.is_success():
+                return [], 0, status
+            potential.sort(key=importance_key(now_ns))
+            violating, non_violating = filter_pods_with_pdb_violation(potential, budgets)
+            victims: list[PodInfo] = []
+            num_violating = 0
+            for group, violates in ((violating, 1), (non_violating, 0)):
+                for victim in group:
+                    add(victim)
+                    if framework.run_filter_with_nominated(state, pod, node).is_success():
+                        continue
+                    remove(victim)
+                    victims.append(victim)
+                    num_violating += violates
+            if violating and non_violating:
+                victims.sort(key=importance_key(now_ns))
+            return victims, num_violating, Status.success()
+        except _ExtensionFailed as failed:
+            return [], 0, failed.status
+        finally:
+            _restore(table, removed.values(), node_name)
+
+    def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
+        """The best candidate by kube's criteria (see :func:`pick_one_node`)."""
+        if len(candidates) == 1:
+            return candidates[0]
+        return pick_one_node(candidates, now_ns)
+
+    # -- acting on the choice -----------------------------------------------------------------
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
+        """Start evicting the victims and clearing lower-priority nominations, in the background.
+
+        Where no event loop runs (``explain``), nothing is evicted: the
+        nomination is the answer.
+        """
+        victims = [v for v in candidate.victims if not v.deleting]
+        if self._spawn(self._evict(candidate.node, pod, victims), pod):
+            # Marked now, not when the task first runs: a retry of the pod
+            # in between must already see the preemption in progress.
+            self._preempting.add(pod.uid or pod.key)
+
+    def _spawn(self, coro: Any, pod: PodInfo) -> bool:
+        """Run ``coro`` as a background task (kept referenced); False without a loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            coro.close()
+            self.handle.logger.info("preemption not carried out: no event loop", pod=pod.key)
+            return False
+        task: asyncio.Task[None] = loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _evict(self, node: str, pod: PodInfo, victims: list[PodInfo]) -> None:
+        uid = pod.uid or pod.key
+        failed = False
+        try:
+            try:
+                await self._clear_lower_priority_nominations(pod, node)
+            except Exception as err:  # not critical, as in kube
+                failed = True
+                self.handle.logger.warning(
+                    "cannot clear nominatedNodeName of lower-priority pods",
+                    node=node,
+                    error=str(err),
+                )
+            results = await asyncio.gather(
+                *(self._preempt_victim(pod, node, v) for v in victims), return_exceptions=True
+            )
+            for victim, outcome in zip(victims, results, strict=True):
+                if isinstance(outcome, BaseException):
+                    failed = True
+                    self.handle.logger.warning(
+                        "preempting victim failed",
+                        pod=pod.key,
+                        victim=victim.key,
+                        node=node,
+                        error=str(outcome),
+                    )
+        finally:
+            self._preempting.discard(uid)
+        if failed:
+            # The pod may wait in the unschedulable pool for events that will
+            # not come; retry it now, as kube does.
+            self.handle.activate_pods([pod])
+
+    async def _preempt_victim(self, pod: PodInfo, node: str, victim: PodInfo) -> None:
+        waiting = self.handle.get_waiting_pod(victim.uid or victim.key)
+        if waiting is not None:
+            waiting.reject(NAME, "preempted")
+        else:
+            client = self.handle.client
+            base = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+            condition = {
+                "type": DISRUPTION_TARGET,
+                "status": "True",
+                "reason": REASON_PREEMPTION_BY_SCHEDULER,
+                "message": f"{pod.scheduler_name}: preempting to accommodate a higher priority pod",
+            }
+            if not _has_condition(victim, condition):
+                patch = {
+                    "metadata": {"uid": victim.uid},
+                    "status": {
+                        "conditions": [
+                            {**condition, "lastTransitionTime": _now_rfc3339(self.clock_ns())}
+                        ]
+                    },
+                }
+                try:
+                    await client.request(
+                        "PATCH", base + "/status", body=patch, content_type=STRATEGIC_MERGE_PATCH
+                    )
+                except Exception as err:
+                    if _is_gone(err):
+                        return
+                    raise
+            options = {
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "preconditions": {"uid": victim.uid},
+            }
+            try:
+                await client.request("DELETE", base, body=options)
+            except Exception as err:
+                if _is_gone(err):
+                    return
+                raise
+        self.handle.record_event(
+            victim,
+            "Normal",
+            "Preempted",
+            f"Preempted by pod {pod.uid} on node {node}",
+            "Preempting",
+        )
+
+    async def _unnominate(self, pod: PodInfo) -> None:
+        try:
+            await self._clear_nominations([pod.raw])
+        except Exception as err:  # best effort: the next attempt tries again
+            self.handle.logger.info(
+                "cannot clear the pod's nominatedNodeName", pod=pod.key, error=str(err)
+            )
+
+    async def _clear_lower_priority_nominations(self, pod: PodInfo, node: str) -> None:
+        """Lower-priority pods nominated to ``node`` may not fit any more: un-nominate them."""
+        listing = await self.handle.client.request(
+            "GET", "/api/v1/pods", query={"fieldSelector": f"status.nominatedNodeName={node}"}
+        )
+        items = listing.get("items") if isinstance(listing, Mapping) else None
+        lower: list[Mapping[str, Any]] = []
+        for item in items or ():
+            spec = item.get("spec") or {}
+            meta = item.get("metadata") or {}
+            priority = spec.get("priority")
+            if (
+                (item.get("status") or {}).get("nominatedNodeName") == node
+                and not spec.get("nodeName")
+                and (spec.get("schedulerName") or "default-scheduler") == pod.scheduler_name
+                and meta.get("uid") != pod.uid
+                and (priority if isinstance(priority, int) else 0) < pod.priority
+            ):
+                lower.append(item)
+        await self._clear_nominations(lower)
+
+    async def _clear_nominations(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        client = self.handle.client
+        for raw in pods:
+            meta = raw.get("metadata") or {}
+            path = (
+                f"/api/v1/namespaces/{meta.get('namespace') or 'default'}"
+                f"/pods/{meta.get('name') or ''}/status"
+            )
+            patch = {"metadata": {"uid": meta.get("uid")}, "status": {"nominatedNodeName": None}}
+            try:
+                await client.request("PATCH", path, body=patch, content_type=STRATEGIC_MERGE_PATCH)
+            except Exception as err:
+                if not _is_gone(err):
+                    raise
+
+
+def _restore(table: NodeTable, pods: Iterable[PodInfo], node_name: str) -> None:
+    for pod in list(pods):
+        table.add_pod(pod, node_name)
+
+
+def _has_condition(pod: PodInfo, condition: Mapping[str, str]) -> bool:
+    for existing in (pod.raw.get("status") or {}).get("conditions") or ():
+        if isinstance(existing, Mapping) and all(
+            existing.get(k) == v for k, v in condition.items()
+        ):
+            return True
+    return False
+
+
+def _now_rfc3339(now_ns: int) -> str:
+    return datetime.fromtimestamp(now_ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,93 @@
+"""In-process plugins the end-to-end tests add to the daemon's catalog.
+
+They are ordinary plugins, loaded through the framework's embedding API
+(``PluginCatalog.from_classes``) and run by the real daemon; tests steer them
+through the instance the daemon built (``daemon.profiles[...].framework.plugins``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
+from scheduler.api.results import FilterResult
+from scheduler.framework.loader import PluginCatalog
+from scheduler.state.nodetable import NodeSet
+
+
+class PoolArgs(BaseModel):
+    pool: str
+
+
+class PoolFilter(Plugin):
+    """Keeps the nodes whose ``pool`` label equals the profile's ``pool`` arg."""
+
+    api_version: ClassVar[str] = "1.0"
+    Args: ClassVar[type[BaseModel] | None] = PoolArgs
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+        pool = self.args.pool
+        result = FilterResult(len(nodes))
+        mismatch = np.asarray([n.labels.get("pool") != pool for n in nodes], dtype=np.bool_)
+        if mismatch.any():
+            result.reject(mismatch, f"node(s) are not in pool {pool}")
+        return result
+
+
+class ExplodingFilter(Plugin):
+    """Raises for pods labelled ``explode=yes`` (a plugin bug that must cost one pod)."""
+
+    api_version: ClassVar[str] = "1.0"
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+        if pod.labels.get("explode") == "yes":
+            raise RuntimeError(f"cannot handle {pod.name}")
+        return FilterResult(len(nodes))
+
+
+class ControlledPreBind(Plugin):
+    """PreBind the test steers per pod.
+
+    ``hold[name]``: wait for that event before returning; ``hang``: while
+    True, every call hangs (past any timeout); ``before_return``: an async
+    callback run just before returning (e.g. another client binding the pod).
+    """
+
+    api_version: ClassVar[str] = "1.0"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.hold: dict[str, asyncio.Event] = {}
+        self.entered: dict[str, int] = {}
+        self.hang = False
+        self.before_return: Callable[[PodInfo], Awaitable[None]] | None = None
+
+    @hookimpl
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.entered[pod.name] = self.entered.get(pod.name, 0) + 1
+        if self.hang:
+            await asyncio.Event().wait()  # never set: only the framework's timeout ends it
+        gate = self.hold.get(pod.name)
+        if gate is not None:
+            await gate.wait()
+        if self.before_return is not None:
+            await self.before_return(pod)
+
+
+TEST_PLUGINS: dict[str, type] = {
+    "PoolFilter": PoolFilter,
+    "ExplodingFilter": ExplodingFilter,
+    "ControlledPreBind": ControlledPreBind,
+}
+
+
+def catalog_with_test_plugins() -> PluginCatalog:
+    """The installed plugins plus the test plugins above."""
+    return PluginCatalog.discover().merged(PluginCatalog.from_classes(TEST_PLUGINS))
