@@ -28,6 +28,10 @@ class WaitingPod(Protocol):
 
     def pending_plugins(self) -> list[str]: ...
 
+    @property
+    def done(self) -> bool:
+        """Allowed, rejected or timed out: no longer waiting."""
+
     def allow(self, plugin: str) -> None:
         """Lift ``plugin``'s wait; the pod proceeds once no plugin is waiting."""
 

@@ -101,7 +101,9 @@ class SchedulerHookSpecs:
     ) -> PostFilterResult | Status | None:
         """PostFilter: called only when no node fits; e.g. preemption.
 
-        Plugins run in order until one returns success (with a nominated node).
+        Plugins run in order until one returns success (with a nominated node)
+        or an error. Return None (or an Unschedulable status) when the plugin
+        cannot help: the next PostFilter plugin then tries.
         """
         ...
 

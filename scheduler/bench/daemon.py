@@ -122,7 +122,7 @@ async def _load(url: str, pods: int, concurrency: int, deadline: float) -> dict[
                     now = time.perf_counter()
                     event = orjson.loads(line)
                     obj = event.get("object") or {}
-                    name = (obj.get("metadata") or {}).get("name")
+                    name = str((obj.get("metadata") or {}).get("name"))
                     if event.get("type") == "ADDED":
                         created.setdefault(name, now)
                     if (obj.get("spec") or {}).get("nodeName") and name not in bound:
@@ -139,7 +139,9 @@ async def _load(url: str, pods: int, concurrency: int, deadline: float) -> dict[
             async with (
                 slots,
                 session.post(
-                    f"/api/v1/namespaces/{NAMESPACE}/pods", data=orjson.dumps(pod_body(i))
+                    f"/api/v1/namespaces/{NAMESPACE}/pods",
+                    data=orjson.dumps(pod_body(i)),
+                    headers={"Content-Type": "application/json"},
                 ) as r,
             ):
                 if r.status != 201:
@@ -250,7 +252,8 @@ async def _bench(args: argparse.Namespace) -> int:
     print(f"pods: {args.pods} on {args.nodes} nodes (default profile, qps {args.qps:g})")
     print(f"pod creation took {result['creation_seconds']:.2f}s ({args.concurrency} in flight)")
     print(
-        f"throughput: {args.pods / seconds:.0f} pods/s overall ({seconds:.2f}s first create -> last bound)"
+        f"throughput: {args.pods / seconds:.0f} pods/s overall "
+        f"({seconds:.2f}s from first create to last bound)"
     )
     print(
         "one-second samples (pods/s): "

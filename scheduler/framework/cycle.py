@@ -14,7 +14,9 @@ round-robin from a rotating start, as kube does.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +30,7 @@ from scheduler.framework.runtime import (
     Framework,
     ScoreOutcome,
 )
-from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -69,13 +71,88 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+class Nominator(Protocol):
+    """Who holds a nomination where: pods that won a preemption, by node name."""
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
+
+
 class Algorithm:
     """Per-profile decision state: the tie-break RNG and the sampling start index."""
 
-    def __init__(self, framework: Framework, *, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        framework: Framework,
+        *,
+        seed: int | None = None,
+        nominator: Nominator | None = None,
+    ) -> None:
         self.framework = framework
         self.rng = random.Random(seed)
         self.next_start = 0
+        self.nominator = nominator
+
+    def _filter_with_nominated(
+        self, state: CycleState, pod: PodInfo, feasible: NodeSet, diagnosis: Diagnosis
+    ) -> NodeSet:
+        """Re-check feasible nodes as if pods nominated there were already running.
+
+        kube-scheduler's RunFilterPluginsWithNominatedPods: pods of equal or
+        higher priority that won a preemption on a node keep the room they
+        freed. Only nodes with such pods are re-checked (each on a clone of
+        the cycle state, as kube does); the pass without them is the normal
+        Filter run that already happened.
+        """
+        nominated = self.nominator.nominated_pods() if self.nominator else {}
+        if not nominated:
+            return feasible
+        table = feasible.table
+        keep = np.ones(len(feasible), dtype=np.bool_)
+        position = {int(row): i for i, row in enumerate(feasible.rows.tolist())}
+        rejected: list[tuple[int, Status]] = []
+        for node_name, pods in nominated.items():
+            row = table.row_of(node_name)
+            if row is None or row not in position:
+                continue
+            others = [
+                p
+                for p in pods
+                if p.key != pod.key and p.priority >= pod.priority and not table.has_pod(p.key)
+            ]
+            if not others:
+                continue
+            node = NodeInfo(table, row)
+            trial = state.clone()
+            added: list[str] = []
+            try:
+                status = Status.success()
+                for other in others:
+                    table.add_pod(other, node_name)
+                    added.append(other.key)
+                    status = self.framework.run_pre_filter_add_pod(trial, pod, other, node)
+                    if not status.is_success():
+                        break
+                if status.is_success():
+                    status = self.framework.run_filter_with_nominated(trial, pod, node)
+            finally:
+                for key in added:
+                    table.remove_pod(key)
+            if not status.is_success():
+                keep[position[row]] = False
+                rejected.append((row, status))
+        for row, status in rejected:
+            code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
+            reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]
+            diagnosis.add(
+                Rejection(
+                    status.plugin or "NominatedPods",
+                    np.asarray([row], dtype=np.int64),
+                    np.asarray([code], dtype=np.int8),
+                    np.asarray([(1 << len(reasons)) - 1], dtype=np.uint64),
+                    reasons,
+                )
+            )
+        return feasible.subset(keep) if rejected else feasible
 
     def schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0
@@ -148,6 +225,8 @@ class Algorithm:
                     )
 
         outcome = framework.run_filter(state, pod, nodes, diagnosis)
+        if outcome.status.is_success() and self.nominator is not None:
+            outcome.feasible = self._filter_with_nominated(state, pod, outcome.feasible, diagnosis)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
         result = ScheduleResult(
             outcome.status,

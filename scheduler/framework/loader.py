@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from scheduler.api.version import PLUGIN_API_VERSION, is_compatible, parse_api_version
 from scheduler.config.points import ExtensionPoint
 from scheduler.errors import UserError
-from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
+from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 
 ENTRY_POINT_GROUP = "scheduler.plugins"
 
@@ -67,7 +67,8 @@ class LoadedPlugin:
 
     @property
     def extension_points(self) -> frozenset[ExtensionPoint]:
-        return frozenset(p for p, hook in POINT_HOOKS.items() if hook in self.hooks)
+        """Every point any of its hooks belongs to (a lone ``unreserve`` is Reserve)."""
+        return frozenset(HOOK_POINTS[h] for h in self.hooks if h in HOOK_POINTS)
 
     @property
     def args_model(self) -> type[BaseModel] | None:

@@ -454,6 +454,8 @@ class Framework:
         for call in self.post_filter_calls:
             try:
                 got = self._invoke("PostFilter", call, args)
+                if got is None:
+                    continue  # no opinion: let the next PostFilter plugin try
                 if isinstance(got, PostFilterResult):
                     candidate = PostFilterResult(
                         got.status.with_plugin(call.plugin), got.nominated_node_name

@@ -57,6 +57,25 @@ def run(args: list[str], cwd: Path, what: str) -> subprocess.CompletedProcess[st
     return result
 
 
+def copy_without_packages(dist: Path, workdir: Path) -> None:
+    """The distribution's tests, config and data files, minus its import packages.
+
+    The code under test must be the installed wheel: a package left beside the
+    tests would shadow it (and hide files missing from the wheel).
+    """
+    packages = {p.name for p in dist.iterdir() if (p / "__init__.py").is_file()}
+    ignore = shutil.ignore_patterns(
+        "__pycache__", ".pytest_cache", "build", "dist", "*.egg-info", ".venv"
+    )
+    shutil.copytree(
+        dist,
+        workdir,
+        ignore=lambda d, names: (
+            set(ignore(d, names)) | (packages & set(names) if Path(d) == dist else set())
+        ),
+    )
+
+
 def pip(*args: str) -> list[str]:
     return [sys.executable, "-m", "pip", *args]
 
@@ -126,10 +145,8 @@ def test_plugin_tests_pass_in_a_fresh_venv(
     )
     run(pip("--python", str(python), "check"), tmp_path, f"pip check of {dist.name}")
 
-    # Only the tests and the pytest config: the code under test is the installed wheel.
     workdir = tmp_path / "run"
-    shutil.copytree(dist / "tests", workdir / "tests")
-    shutil.copy2(dist / "pyproject.toml", workdir / "pyproject.toml")
+    copy_without_packages(dist, workdir)
     result = run(
         [str(env_dir / "bin" / "pytest"), "-q", "-p", "no:cacheprovider"],
         workdir,

@@ -48,9 +48,7 @@ def render(kustomization: Path) -> list[dict[str, Any]]:
 
 def find(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
     matches = [
-        d
-        for d in docs
-        if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
     ]
     assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"
     return matches[0]

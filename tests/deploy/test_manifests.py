@@ -33,6 +33,10 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods/binding", frozenset({"create"})),
     ("", "pods/status", frozenset({"patch"})),
     ("", "namespaces", frozenset({"list", "watch"})),
+    ("", "services", frozenset({"list", "watch"})),
+    ("", "replicationcontrollers", frozenset({"list", "watch"})),
+    ("apps", "replicasets", frozenset({"list", "watch"})),
+    ("apps", "statefulsets", frozenset({"list", "watch"})),
     ("policy", "poddisruptionbudgets", frozenset({"list", "watch"})),
     ("events.k8s.io", "events", frozenset({"create", "patch"})),
 }
@@ -53,9 +57,14 @@ def test_every_kustomization_renders(kustomization: Path) -> None:
     kinds = {d["kind"] for d in docs}
     assert {"Namespace", "ServiceAccount", "ClusterRole", "Deployment", "ConfigMap"} <= kinds
     for doc in docs:
-        if doc["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
-            if doc["kind"] != "CustomResourceDefinition":
-                assert doc["metadata"].get("namespace") == NAMESPACE, doc["metadata"]
+        cluster_scoped = (
+            "Namespace",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+        )
+        if doc["kind"] not in cluster_scoped:
+            assert doc["metadata"].get("namespace") == NAMESPACE, doc["metadata"]
 
 
 def test_cluster_role_grants_exactly_what_the_daemon_uses() -> None:
@@ -148,7 +157,8 @@ def test_config_map_config_passes_config_validate(kustomization: Path, tmp_path:
 
 
 def test_config_map_config_is_the_file_in_the_repository(kustomization: Path) -> None:
-    assert scheduler_config_text(render(kustomization)) == (kustomization / "config.yaml").read_text()
+    in_repository = (kustomization / "config.yaml").read_text()
+    assert scheduler_config_text(render(kustomization)) == in_repository
 
 
 def test_coscheduling_overlay_enables_the_plugin_with_its_rbac_crd_and_image() -> None:

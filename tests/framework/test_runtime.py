@@ -428,3 +428,21 @@ def test_pod_with_pvc_is_refused_with_a_clear_reason():
     result = Algorithm(make_framework([])).schedule(CycleState(), p, three_nodes())
     assert result.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert "PersistentVolumeClaims" in result.status.message()
+
+
+def test_postfilter_none_means_no_opinion_and_the_next_plugin_tries():
+    class Abstain:
+        @hookimpl
+        def post_filter(self, state, pod, diagnosis):
+            return None
+
+    class Nominate:
+        @hookimpl
+        def post_filter(self, state, pod, diagnosis):
+            return PostFilterResult(Status.success(), "n3")
+
+    fw = make_framework([("Abstain", Abstain()), ("Nominate", Nominate())])
+    diagnosis = Algorithm(fw).schedule(CycleState(), pod("p"), three_nodes()).diagnosis
+    post = fw.run_post_filter(CycleState(), pod("p"), diagnosis)
+    assert post.status.is_success() and post.status.plugin == "Nominate"
+    assert post.nominated_node_name == "n3"

@@ -132,8 +132,8 @@ class Coscheduling(Plugin):
     def __init__(self, args: CoschedulingArgs | None, handle: Handle) -> None:
         super().__init__(args if args is not None else CoschedulingArgs(), handle)
         self.args: CoschedulingArgs
-        # Stores are requested here, at construction, because the daemon starts
-        # informers only for the stores that exist when it starts.
+        # Requested at construction (and declared in ``watches``) so that their
+        # informers are started and synced before the first pod is scheduled.
         self._groups = handle.store(*PODGROUPS)
         self._pods = handle.store(*PODS)
         self._parsed: dict[str, tuple[Mapping[str, Any], PodGroupInfo | PodGroupError]] = {}

@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import Any
 
+import yaml
 from scheduler.config import load_config
 from scheduler.emulator import EmulatorServer
 from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 
-from scheduler_plugin_coscheduling import POD_GROUP_LABEL, Coscheduling
+from scheduler_plugin_coscheduling import POD_GROUP_LABEL, Coscheduling, crd_manifest
 
 SCHEDULER_NAME = "pluggable-scheduler"
 NAMESPACE = "default"
@@ -225,12 +226,23 @@ async def gang_cluster(
     *,
     nodes: Sequence[Mapping[str, Any]] = (),
     args: Mapping[str, Any] | None = None,
+    install_crd: bool = False,
 ) -> AsyncIterator[GangCluster]:
-    """Start the emulator (PodGroup CRD built in), create ``nodes``, run the daemon."""
-    async with EmulatorServer() as server:
+    """Start the emulator, create ``nodes``, run the daemon.
+
+    The emulator serves the PodGroup CRD built in; with ``install_crd`` it
+    starts without it and the distribution's manifest is applied instead, as
+    the README's install step does on a real cluster.
+    """
+    async with EmulatorServer(builtin_crds=not install_crd) as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
         client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, burst=1000)
         try:
+            if install_crd:
+                crd = yaml.safe_load(crd_manifest())
+                await client.request(
+                    "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd
+                )
             config = load_config(scheduler_config(args))
             daemon = Daemon(config, PluginCatalog.discover(), client, serve_health=False, seed=0)
             cluster = GangCluster(server, client, daemon)

@@ -163,3 +163,22 @@ async def test_pods_outside_groups_are_scheduled_as_usual(tmp_path: Path) -> Non
             return await cluster.node_of("solo") == "node-0"
 
         await cluster.eventually(bound, "a pod without a PodGroup to be bound")
+
+
+async def test_works_with_the_shipped_crd_manifest(tmp_path: Path) -> None:
+    nodes = [make_node(f"node-{i}", cpu="1") for i in range(2)]
+    async with gang_cluster(tmp_path, nodes=nodes, install_crd=True) as cluster:
+        await cluster.create(make_podgroup("pair", 2, timeout=30))
+        await cluster.create(make_pod("pair-0", group="pair"))
+        await cluster.create(make_pod("pair-1", group="pair"))
+
+        async def all_bound() -> bool:
+            return all((await cluster.bound(["pair-0", "pair-1"])).values())
+
+        await cluster.eventually(all_bound, "the pair to be bound")
+
+        async def reported() -> bool:
+            status = (await cluster.podgroup("pair")).get("status") or {}
+            return status.get("phase") == "Scheduled" and status.get("scheduled") == 2
+
+        await cluster.eventually(reported, "the pair's PodGroup status")

@@ -70,6 +70,10 @@ FRESH, MISSING, INVALID, STALE = 0, 1, 2, 3
 WHY = {MISSING: "no NodeMetrics", INVALID: "unparsable NodeMetrics", STALE: "stale NodeMetrics"}
 
 
+def _default_weights() -> dict[ResourceName, int]:
+    return {"cpu": 1, "memory": 1}
+
+
 class LoadAwareArgs(BaseModel):
     """``pluginConfig`` args of LoadAware (camelCase in the config file)."""
 
@@ -83,7 +87,7 @@ class LoadAwareArgs(BaseModel):
         description="Utilisation (%) at which a node scores best; TargetLoadPacking's default.",
     )
     resource_weights: dict[ResourceName, int] = Field(
-        default_factory=lambda: {"cpu": 1, "memory": 1},
+        default_factory=_default_weights,
         alias="resourceWeights",
         description="Weight of each resource's score (cpu, memory); 0 ignores a resource.",
     )

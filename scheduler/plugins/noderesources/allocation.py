@@ -243,24 +243,44 @@ def requested_to_capacity_ratio(
     return np.where(weight_sum > 0, np.floor(mean + 0.5), 0).astype(np.int64)
 
 
-def balanced_allocation(m: AllocationMatrices) -> IntArray:
+def balanced_allocation(m: AllocationMatrices, pod_requests: IntArray) -> IntArray:
+    """kube 1.36's score: how much placing the pod improves the node's balance.
+
+    ``balance`` is ``(1 - std) * 100`` of the per-resource requested fractions
+    (see :func:`resource_balance`), in [50, 100]. kube scores the change it
+    makes, mapped back to [50, 100]: ``50 + (50 + with_pod - without_pod) / 2``
+    (Go integer division; the numerator is never negative). An unchanged
+    balance scores 75, better balance moves towards 100, worse towards 50.
+    Resources left out with the pod (0/0) are left out without it too.
+    """
+    scored = m.scored
+    without_pod: IntArray = np.where(
+        scored, m.requested - pod_requests[np.newaxis, :], 0
+    ).astype(np.int64)
+    with_pod = resource_balance(m.requested, m.allocatable, scored)
+    before = resource_balance(without_pod, m.allocatable, scored)
+    half = MAX_NODE_SCORE // 2
+    out: IntArray = (half + (half + with_pod - before) // 2).astype(np.int64)
+    return out
+
+
+def resource_balance(requested: IntArray, allocatable: IntArray, scored: BoolArray) -> IntArray:
     """``(1 - std) * 100`` of the per-resource fractions (capped at 1), as kube computes it.
 
     With exactly two scored resources kube uses ``|f0 - f1| / 2``; with more
     the population standard deviation; with fewer, zero. Sums run resource by
     resource in order so the float results equal Go's.
     """
-    scored = m.scored
     n_nodes, n_res = scored.shape
     if n_res == 2 and scored.all():
         # The usual case (cpu and memory on every node): kube's two-resource formula.
         fractions = np.minimum(
-            m.requested.astype(np.float64) / m.allocatable.astype(np.float64), 1.0
+            requested.astype(np.float64) / allocatable.astype(np.float64), 1.0
         )
         std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
         return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
-    safe_alloc = np.where(scored, m.allocatable, 1).astype(np.float64)
-    fractions = np.minimum(m.requested.astype(np.float64) / safe_alloc, 1.0)
+    safe_alloc = np.where(scored, allocatable, 1).astype(np.float64)
+    fractions = np.minimum(requested.astype(np.float64) / safe_alloc, 1.0)
     count = _row_sums(scored.astype(np.int64))
     total = np.zeros(n_nodes, dtype=np.float64)
     for j in range(n_res):
@@ -301,4 +321,5 @@ __all__ = [
     "most_allocated",
     "pod_score_requests",
     "requested_to_capacity_ratio",
+    "resource_balance",
 ]

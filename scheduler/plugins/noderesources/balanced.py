@@ -1,10 +1,13 @@
 """NodeResourcesBalancedAllocation: prefer nodes whose resources fill up evenly.
 
 A node with 90% of its cpu and 10% of its memory requested strands memory no
-other pod can use; kube scores ``(1 - std of the requested fractions) * 100``
-over the configured resources (cpu and memory by default), counting placed
-pods at their real requests. Best-effort pods (no requests at all) are not
-scored: every node would look equally balanced and they would pile up.
+other pod can use. A node's balance is ``(1 - std of the requested fractions)
+* 100`` over the configured resources (cpu and memory by default), counting
+placed pods at their real requests; since kube 1.36 the score is the change the
+pod makes to it, ``50 + (50 + balance_with_pod - balance_without_pod) / 2``
+(75 = unchanged; towards 100 = better balanced). Best-effort pods (no requests
+at all) are not scored: every node would look equally balanced and they would
+pile up.
 """
 
 from __future__ import annotations
@@ -74,4 +77,4 @@ class NodeResourcesBalancedAllocation(Plugin):
         if requests is None:
             requests = pod_score_requests(pod, self.resource_names, use_requested=True)
         matrices = allocation_matrices(nodes, self.resource_names, requests, use_requested=True)
-        return balanced_allocation(matrices)
+        return balanced_allocation(matrices, requests)

@@ -1,0 +1,1 @@
+"""Fidelity: our plugins against the real kube-scheduler, scenario by scenario."""

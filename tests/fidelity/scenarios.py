@@ -1,0 +1,842 @@
+"""The fidelity scenario library: small clusters, each with pods to place one at a time.
+
+Every scenario is plain Kubernetes objects (dicts), loaded the same way into the
+real kube-apiserver (for kube-scheduler) and, read back from it, into our
+``explain``. A scenario holds nodes, pods already bound to them (``nodeName``
+set, so no scheduler is involved), cluster-scoped extras (a RuntimeClass for
+pod overhead) and one or more :class:`Step`\\ s: pods placed in order, each by
+kube-scheduler, before the next step is compared.
+
+Rules that keep the two sides comparable:
+
+- All pods have the default priority (0): no preemption victims can exist, so
+  a pod that fits nowhere changes nothing.
+- No owner references, no Services: the default PodTopologySpread constraints
+  and InterPodAffinity do not depend on controllers that are not running.
+- No PVCs (volume plugins are out of scope).
+- The node created last must accept a pod with no labels, no requests and a
+  toleration for every taint (the harness's sync pod, see ``harness.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+PAUSE = "registry.k8s.io/pause:3.10"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+MB = 1024 * 1024
+
+
+# -- builders ----------------------------------------------------------------------------
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    zone: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    extended: Mapping[str, str] | None = None,
+    images: Sequence[tuple[Sequence[str], int]] = (),
+) -> Obj:
+    """A node as a kubelet registers it; ``status`` is applied through ``/status``."""
+    all_labels = {HOSTNAME: name, **({ZONE: zone} if zone else {}), **(labels or {})}
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extended or {})}
+    status: Obj = {
+        "capacity": dict(allocatable),
+        "allocatable": allocatable,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+    }
+    if images:
+        status["images"] = [{"names": list(names), "sizeBytes": size} for names, size in images]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": spec,
+        "status": status,
+    }
+
+
+def container(
+    name: str = "main",
+    *,
+    cpu: str | None = "100m",
+    memory: str | None = "128Mi",
+    image: str = PAUSE,
+    extended: Mapping[str, str] | None = None,
+    ports: Sequence[Mapping[str, Any]] = (),
+    restart_policy: str | None = None,
+) -> Obj:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    requests.update(extended or {})
+    out: Obj = {"name": name, "image": image}
+    if requests:
+        out["resources"] = {"requests": requests}
+        if extended:  # extended resources cannot be overcommitted: limits == requests
+            out["resources"]["limits"] = dict(extended)
+    if ports:
+        out["ports"] = [dict(p) for p in ports]
+    if restart_policy:
+        out["restartPolicy"] = restart_policy
+    return out
+
+
+def pod(
+    name: str,
+    *,
+    cpu: str | None = "100m",
+    memory: str | None = "128Mi",
+    labels: Mapping[str, str] | None = None,
+    on: str | None = None,
+    containers: Sequence[Obj] | None = None,
+    init_containers: Sequence[Obj] = (),
+    **spec: Any,
+) -> Obj:
+    """A pod for kube-scheduler; ``on`` binds it (an existing pod); ``spec`` adds fields."""
+    pod_spec: Obj = {
+        "schedulerName": "default-scheduler",
+        "terminationGracePeriodSeconds": 0,
+        "containers": list(containers or [container(cpu=cpu, memory=memory)]),
+    }
+    if init_containers:
+        pod_spec["initContainers"] = list(init_containers)
+    if on:
+        pod_spec["nodeName"] = on
+    pod_spec.update(spec)
+    meta: Obj = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+
+
+def taint(key: str, value: str | None = None, effect: str = "NoSchedule") -> dict[str, str]:
+    out = {"key": key, "effect": effect}
+    if value is not None:
+        out["value"] = value
+    return out
+
+
+def term(key: str, operator: str, *values: str) -> Obj:
+    out: Obj = {"key": key, "operator": operator}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+def selector(**labels: str) -> Obj:
+    return {"matchLabels": dict(labels)}
+
+
+def spread(
+    key: str,
+    when: str,
+    labels: Mapping[str, str],
+    *,
+    max_skew: int = 1,
+    **extra: Any,
+) -> Obj:
+    return {
+        "maxSkew": max_skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": dict(labels)},
+        **extra,
+    }
+
+
+# -- scenarios ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pod to place. ``expect`` states the intent ("bound"/"unschedulable"), so a
+    scenario that silently stops testing what it claims fails instead of passing."""
+
+    pod: Obj
+    expect: str = "bound"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    nodes: list[Obj]
+    steps: list[Step]
+    existing: list[Obj] = field(default_factory=list)
+    cluster_objects: list[Obj] = field(default_factory=list)  # RuntimeClasses, ...
+
+    def __post_init__(self) -> None:
+        assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
+        assert self.steps, f"{self.name}: nothing to place"
+
+
+def _resources() -> Scenario:
+    return Scenario(
+        "resources",
+        "cpu/memory/pod-count fit and LeastAllocated + BalancedAllocation scores",
+        nodes=[
+            node("res-1", cpu="2", memory="4Gi"),
+            node("res-2", cpu="4", memory="8Gi"),
+            node("res-3", cpu="8", memory="16Gi"),
+            node("res-4", cpu="4", memory="8Gi"),
+            node("res-5", cpu="4", memory="2Gi"),
+            node("res-6", cpu="16", memory="64Gi", pods="2"),
+            node("res-7", cpu="6", memory="3Gi"),
+        ],
+        existing=[
+            pod("busy-4", cpu="3500m", memory="1Gi", on="res-4"),
+            pod("busy-5", cpu="500m", memory="1536Mi", on="res-5"),
+            pod("full-6a", cpu="100m", memory="64Mi", on="res-6"),
+            pod("full-6b", cpu="100m", memory="64Mi", on="res-6"),
+            pod("half-3", cpu="3", memory="2Gi", on="res-3"),
+            pod("no-requests", cpu=None, memory=None, on="res-2"),
+        ],
+        steps=[
+            Step(pod("web-1", cpu="1", memory="1Gi")),
+            Step(pod("web-2", cpu="1500m", memory="512Mi")),
+            Step(pod("best-effort", cpu=None, memory=None)),
+        ],
+    )
+
+
+def _init_sidecar_overhead() -> Scenario:
+    # Sidecar first, then a big init container: the init container runs beside the
+    # sidecar, so the pod needs max(500m + 1500m, 500m + 700m) + 250m overhead.
+    sidecar_first = pod(
+        "sidecar-first",
+        containers=[container(cpu="700m", memory="256Mi")],
+        init_containers=[
+            container("proxy", cpu="500m", memory="64Mi", restart_policy="Always"),
+            container("migrate", cpu="1500m", memory="1Gi"),
+        ],
+        runtimeClassName="fidelity-kata",
+    )
+    # Init container first: it runs alone, so max(1500m, 700m + 500m) + 250m.
+    init_first = pod(
+        "init-first",
+        containers=[container(cpu="700m", memory="256Mi")],
+        init_containers=[
+            container("migrate", cpu="1500m", memory="1Gi"),
+            container("proxy", cpu="500m", memory="64Mi", restart_policy="Always"),
+        ],
+        runtimeClassName="fidelity-kata",
+    )
+    return Scenario(
+        "init-sidecar-overhead",
+        "effective requests with init containers, restartable sidecars and RuntimeClass overhead",
+        nodes=[
+            node("iso-1", cpu="1", memory="2Gi"),
+            node("iso-2", cpu="2", memory="2Gi"),
+            node("iso-3", cpu="2250m", memory="2Gi"),
+            node("iso-4", cpu="3", memory="2Gi"),
+            node("iso-5", cpu="4", memory="1Gi"),
+            node("iso-6", cpu="4", memory="4Gi"),
+        ],
+        existing=[pod("tenant-6", cpu="1800m", memory="1Gi", on="iso-6")],
+        cluster_objects=[
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": "fidelity-kata"},
+                "handler": "kata",
+                "overhead": {"podFixed": {"cpu": "250m", "memory": "64Mi"}},
+            }
+        ],
+        steps=[Step(sidecar_first), Step(init_first)],
+    )
+
+
+def _extended_resources() -> Scenario:
+    gpu = "example.com/gpu"
+    return Scenario(
+        "extended-resources",
+        "an extended resource: absent, zero, too few, enough after existing use",
+        nodes=[
+            node("gpu-none", cpu="8"),
+            node("gpu-0", cpu="8", extended={gpu: "0"}),
+            node("gpu-1", cpu="8", extended={gpu: "1"}),
+            node("gpu-2", cpu="8", extended={gpu: "2"}),
+            node("gpu-4", cpu="8", extended={gpu: "4"}),
+            node("gpu-4b", cpu="2", extended={gpu: "4"}),
+        ],
+        existing=[
+            pod("trainer", containers=[container(cpu="1", extended={gpu: "3"})], on="gpu-4"),
+        ],
+        steps=[
+            Step(pod("infer", containers=[container(cpu="1", extended={gpu: "2"})])),
+            Step(pod("infer-2", containers=[container(cpu="1", extended={gpu: "2"})])),
+        ],
+    )
+
+
+def _node_selector() -> Scenario:
+    return Scenario(
+        "node-selector",
+        "nodeSelector on several labels",
+        nodes=[
+            node("sel-1", zone="a", labels={"disk": "ssd"}),
+            node("sel-2", zone="a", labels={"disk": "hdd"}),
+            node("sel-3", zone="b", labels={"disk": "ssd"}),
+            node("sel-4", zone="a", labels={"disk": "ssd", "gpu": "yes"}),
+            node("sel-5", zone="a"),
+        ],
+        steps=[Step(pod("db", cpu="500m", nodeSelector={"disk": "ssd", ZONE: "a"}))],
+    )
+
+
+def _node_affinity() -> Scenario:
+    required = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [term(ZONE, "In", "a", "b"), term("gen", "Gt", "3")]},
+            {"matchExpressions": [term("special", "Exists"), term("retired", "DoesNotExist")]},
+        ]
+    }
+    preferred = [
+        {"weight": 80, "preference": {"matchExpressions": [term(ZONE, "In", "a")]}},
+        {"weight": 20, "preference": {"matchExpressions": [term("gen", "In", "5")]}},
+        {"weight": 5, "preference": {"matchExpressions": [term("disk", "NotIn", "hdd")]}},
+    ]
+    return Scenario(
+        "node-affinity",
+        "required terms (In, Gt, Exists, DoesNotExist; ORed) and weighted preferences",
+        nodes=[
+            node("aff-1", zone="a", labels={"gen": "4", "disk": "hdd"}),
+            node("aff-2", zone="a", labels={"gen": "5"}),
+            node("aff-3", zone="b", labels={"gen": "5", "disk": "hdd"}),
+            node("aff-4", zone="b", labels={"gen": "3"}),
+            node("aff-5", zone="c", labels={"gen": "9"}),
+            node("aff-6", zone="c", labels={"special": "true"}),
+            node("aff-7", zone="c", labels={"special": "true", "retired": "yes"}),
+            node("aff-8", zone="a", labels={"gen": "x"}),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "picky",
+                    affinity={
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": required,
+                            "preferredDuringSchedulingIgnoredDuringExecution": preferred,
+                        }
+                    },
+                )
+            ),
+            Step(
+                pod(
+                    "prefers-only",
+                    affinity={
+                        "nodeAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": preferred
+                        }
+                    },
+                )
+            ),
+        ],
+    )
+
+
+def _taints() -> Scenario:
+    return Scenario(
+        "taints",
+        "NoSchedule/NoExecute filtering and PreferNoSchedule scoring",
+        nodes=[
+            node("tnt-1"),
+            node("tnt-2", taints=[taint("dedicated", "gpu")]),
+            node("tnt-3", taints=[taint("dedicated", "infra")]),
+            node("tnt-4", taints=[taint("maint", "true", "NoExecute")]),
+            node("tnt-5", taints=[taint("flaky", "yes", "PreferNoSchedule")]),
+            node(
+                "tnt-6",
+                taints=[
+                    taint("flaky", "yes", "PreferNoSchedule"),
+                    taint("slow", None, "PreferNoSchedule"),
+                ],
+            ),
+            node("tnt-7", taints=[taint("other", "x", "PreferNoSchedule")]),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "tolerant",
+                    tolerations=[
+                        {
+                            "key": "dedicated",
+                            "operator": "Equal",
+                            "value": "gpu",
+                            "effect": "NoSchedule",
+                        },
+                        {"key": "maint", "operator": "Exists", "effect": "NoExecute"},
+                        {"key": "other", "operator": "Exists", "effect": "PreferNoSchedule"},
+                    ],
+                )
+            ),
+            Step(pod("plain")),
+            Step(
+                pod(
+                    "tolerates-soft",
+                    tolerations=[{"operator": "Exists", "effect": "PreferNoSchedule"}],
+                )
+            ),
+        ],
+    )
+
+
+def _host_ports() -> Scenario:
+    def with_port(port: int, protocol: str = "TCP", host_ip: str | None = None) -> Obj:
+        entry: Obj = {"containerPort": port, "hostPort": port, "protocol": protocol}
+        if host_ip:
+            entry["hostIP"] = host_ip
+        return container(ports=[entry])
+
+    return Scenario(
+        "host-ports",
+        "hostPort conflicts by protocol and hostIP",
+        nodes=[node(f"hp-{i}") for i in range(1, 7)],
+        existing=[
+            pod("tcp", containers=[with_port(8080)], on="hp-1"),
+            pod("udp", containers=[with_port(8080, "UDP")], on="hp-2"),
+            pod("ip1", containers=[with_port(8080, host_ip="10.0.0.1")], on="hp-3"),
+            pod("other", containers=[with_port(9090)], on="hp-4"),
+            pod("sctp", containers=[with_port(8080, "SCTP")], on="hp-5"),
+        ],
+        steps=[
+            Step(pod("any-ip", containers=[with_port(8080)])),
+            Step(pod("ip2", containers=[with_port(8080, host_ip="10.0.0.2")])),
+            Step(pod("udp-2", containers=[with_port(8080, "UDP")])),
+        ],
+    )
+
+
+def _unschedulable_nodes() -> Scenario:
+    return Scenario(
+        "unschedulable-nodes",
+        "cordoned nodes (spec.unschedulable) and the toleration that overrides it",
+        nodes=[
+            node("cord-1", unschedulable=True),
+            node("cord-2", unschedulable=True, cpu="16"),
+            node("cord-3", cpu="2"),
+            node("cord-4", cpu="3"),
+            node("cord-5", cpu="2"),
+        ],
+        existing=[pod("load-5", cpu="1500m", on="cord-5")],
+        steps=[
+            Step(pod("regular", cpu="1")),
+            Step(
+                pod(
+                    "daemon-like",
+                    cpu="1",
+                    tolerations=[
+                        {
+                            "key": "node.kubernetes.io/unschedulable",
+                            "operator": "Exists",
+                            "effect": "NoSchedule",
+                        }
+                    ],
+                )
+            ),
+        ],
+    )
+
+
+WEB = {"app": "web"}
+
+
+def _zonal_nodes(prefix: str, zones: str, per_zone: int, **kwargs: Any) -> list[Obj]:
+    return [
+        node(f"{prefix}-{z}{i}", zone=z, **kwargs) for z in zones for i in range(1, per_zone + 1)
+    ]
+
+
+def _spread_do_not_schedule() -> Scenario:
+    constraints = [
+        spread(ZONE, "DoNotSchedule", WEB),
+        spread(HOSTNAME, "DoNotSchedule", WEB, max_skew=2),
+    ]
+    return Scenario(
+        "spread-do-not-schedule",
+        "zone skew 1 and hostname skew 2, hard; placed one after another",
+        nodes=_zonal_nodes("sdn", "abc", 2),
+        existing=[
+            pod("web-a1", labels=WEB, on="sdn-a1"),
+            pod("web-a2", labels=WEB, on="sdn-a1"),
+            pod("web-b1", labels=WEB, on="sdn-b2"),
+            pod("other-c", labels={"app": "db"}, on="sdn-c1"),
+        ],
+        steps=[
+            Step(pod(f"web-new-{i}", labels=WEB, topologySpreadConstraints=constraints))
+            for i in range(1, 4)
+        ],
+    )
+
+
+def _spread_schedule_anyway() -> Scenario:
+    constraints = [
+        spread(ZONE, "ScheduleAnyway", WEB),
+        spread(HOSTNAME, "ScheduleAnyway", WEB),
+    ]
+    return Scenario(
+        "spread-schedule-anyway",
+        "soft zone and hostname spreading decides the score",
+        nodes=_zonal_nodes("ssa", "abcd", 2),
+        existing=[
+            pod("web-1", labels=WEB, on="ssa-a1"),
+            pod("web-2", labels=WEB, on="ssa-a2"),
+            pod("web-3", labels=WEB, on="ssa-b1"),
+            pod("web-4", labels=WEB, on="ssa-b1"),
+            pod("web-5", labels=WEB, on="ssa-c2"),
+        ],
+        steps=[
+            Step(pod(f"web-new-{i}", labels=WEB, topologySpreadConstraints=constraints))
+            for i in range(1, 3)
+        ],
+    )
+
+
+def _spread_min_domains() -> Scenario:
+    constraints = [spread(ZONE, "DoNotSchedule", WEB, minDomains=4)]
+    return Scenario(
+        "spread-min-domains",
+        "minDomains above the number of zones makes the global minimum 0",
+        nodes=[
+            *_zonal_nodes("smd", "ab", 2),
+            node("smd-c1", zone="c"),
+        ],
+        existing=[
+            pod("web-a", labels=WEB, on="smd-a1"),
+            pod("web-b", labels=WEB, on="smd-b2"),
+        ],
+        steps=[
+            Step(pod("web-new-1", labels=WEB, topologySpreadConstraints=constraints)),
+            Step(
+                pod("web-new-2", labels=WEB, topologySpreadConstraints=constraints),
+                expect="unschedulable",
+            ),
+        ],
+    )
+
+
+def _spread_node_affinity_policy() -> Scenario:
+    gold = {"tier": "gold"}
+
+    def web(name: str, **policies: str) -> Obj:
+        return pod(
+            name,
+            labels=WEB,
+            nodeSelector=gold,
+            topologySpreadConstraints=[spread(ZONE, "DoNotSchedule", WEB, **policies)],
+        )
+
+    return Scenario(
+        "spread-node-affinity-policy",
+        "nodeAffinityPolicy and nodeTaintsPolicy decide which zones count",
+        nodes=[
+            *_zonal_nodes("snap", "ab", 2, labels=gold),
+            *_zonal_nodes("snap", "c", 2),
+            *_zonal_nodes("snap", "d", 2, taints=[taint("zone-d", "drain")]),
+        ],
+        existing=[
+            pod("web-a1", labels=WEB, on="snap-a1"),
+            pod("web-a2", labels=WEB, on="snap-a2"),
+            pod("web-b1", labels=WEB, on="snap-b1"),
+            pod("web-b2", labels=WEB, on="snap-b1"),
+            pod("web-c1", labels=WEB, on="snap-c1"),
+            pod("web-c2", labels=WEB, on="snap-c2"),
+        ],
+        steps=[
+            Step(web("honor")),
+            Step(
+                web("ignore-affinity", nodeAffinityPolicy="Ignore"),
+                expect="unschedulable",
+            ),
+            Step(web("ignore-affinity-honor-taints", nodeAffinityPolicy="Ignore",
+                     nodeTaintsPolicy="Honor")),
+        ],
+    )
+
+
+def _pod_affinity() -> Scenario:
+    return Scenario(
+        "pod-affinity",
+        "required and preferred pod affinity, and the first pod of a self-affine group",
+        nodes=_zonal_nodes("pa", "abc", 2),
+        existing=[
+            pod("db", labels={"app": "db"}, on="pa-a1"),
+            pod("cache", labels={"app": "cache"}, on="pa-b2"),
+            pod("cache-2", labels={"app": "cache"}, on="pa-a2"),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "api",
+                    labels={"app": "api"},
+                    affinity={
+                        "podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": selector(app="db"), "topologyKey": ZONE}
+                            ],
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 50,
+                                    "podAffinityTerm": {
+                                        "labelSelector": selector(app="cache"),
+                                        "topologyKey": HOSTNAME,
+                                    },
+                                }
+                            ],
+                        }
+                    },
+                )
+            ),
+            Step(
+                pod(
+                    "solo",
+                    labels={"app": "solo"},
+                    affinity={
+                        "podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": selector(app="solo"), "topologyKey": ZONE}
+                            ],
+                        }
+                    },
+                )
+            ),
+        ],
+    )
+
+
+def _pod_anti_affinity() -> Scenario:
+    affinity = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": selector(**WEB), "topologyKey": HOSTNAME}
+            ],
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {"labelSelector": selector(**WEB), "topologyKey": ZONE},
+                }
+            ],
+        }
+    }
+    return Scenario(
+        "pod-anti-affinity",
+        "required hostname and preferred zone anti-affinity against the pod's own group",
+        nodes=_zonal_nodes("paa", "abc", 2),
+        existing=[
+            pod("web-1", labels=WEB, on="paa-a1"),
+            pod("web-2", labels=WEB, on="paa-b1"),
+        ],
+        steps=[Step(pod(f"web-new-{i}", labels=WEB, affinity=affinity)) for i in range(1, 4)],
+    )
+
+
+def _existing_anti_affinity() -> Scenario:
+    def existing(name: str, on: str, affinity: Obj) -> Obj:
+        return pod(name, labels={"app": name}, on=on, affinity=affinity)
+
+    return Scenario(
+        "existing-pods-affinity-symmetry",
+        "existing pods' required anti-affinity filters, their preferred terms score",
+        nodes=[*_zonal_nodes("sym", "abc", 2), node("sym-d1", zone="d")],
+        existing=[
+            existing(
+                "loner",
+                "sym-a1",
+                {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": selector(**WEB), "topologyKey": ZONE}
+                        ]
+                    }
+                },
+            ),
+            existing(
+                "friend",
+                "sym-b2",
+                {
+                    "podAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 100,
+                                "podAffinityTerm": {
+                                    "labelSelector": selector(**WEB),
+                                    "topologyKey": HOSTNAME,
+                                },
+                            }
+                        ]
+                    }
+                },
+            ),
+            existing(
+                "grump",
+                "sym-c1",
+                {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 50,
+                                "podAffinityTerm": {
+                                    "labelSelector": selector(**WEB),
+                                    "topologyKey": ZONE,
+                                },
+                            }
+                        ]
+                    }
+                },
+            ),
+            existing(
+                "hard-friend",
+                "sym-d1",
+                {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": selector(**WEB), "topologyKey": HOSTNAME}
+                        ]
+                    }
+                },
+            ),
+        ],
+        steps=[Step(pod("web", labels=WEB)), Step(pod("web-2", labels=WEB))],
+    )
+
+
+def _image_locality() -> Scenario:
+    big = "registry.example/app/big:1.0"
+    mid = "registry.example/app/mid"
+    small = "registry.example/app/small:2"
+    return Scenario(
+        "image-locality",
+        "image sizes scaled by spread, one image used by two containers",
+        nodes=[
+            node("img-1", images=[([big], 800 * MB), ([f"{mid}:latest"], 300 * MB)]),
+            node("img-2", images=[([big, "registry.example/app/big@sha256:aa"], 800 * MB)]),
+            node("img-3", images=[([f"{mid}:latest"], 300 * MB), ([small], 30 * MB)]),
+            node("img-4", images=[([small], 30 * MB)]),
+            node("img-5"),
+            node("img-6", images=[([f"{mid}:latest"], 300 * MB)]),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "app",
+                    containers=[
+                        container("a", image=big),
+                        container("b", image=mid),
+                        container("c", image=mid),
+                    ],
+                )
+            ),
+            Step(pod("small", containers=[container("a", image=small)])),
+        ],
+    )
+
+
+def _scheduling_gates() -> Scenario:
+    return Scenario(
+        "scheduling-gates",
+        "a gated pod is not scheduled until its gates are removed",
+        nodes=[node(f"gate-{i}", cpu=str(i)) for i in range(1, 5)],
+        steps=[
+            Step(
+                pod(
+                    "gated",
+                    cpu="1500m",
+                    schedulingGates=[{"name": "example.com/quota"}],
+                )
+            )
+        ],
+    )
+
+
+def _fits_nowhere() -> Scenario:
+    return Scenario(
+        "fits-nowhere",
+        "every node fails for a different reason: the FailedScheduling counts must match",
+        nodes=[
+            node("nw-1", cpu="1", labels={"pool": "app"}),
+            node("nw-2", cpu="1", memory="1Gi", labels={"pool": "app"}),
+            node("nw-3", labels={"pool": "app"}, taints=[taint("dedicated", "ml")]),
+            node("nw-4", labels={"pool": "batch"}),
+            node("nw-5", labels={"pool": "app"}, unschedulable=True),
+            node("nw-6", labels={"pool": "app"}),
+            node("nw-7", labels={"pool": "app"}, pods="1"),
+            node("nw-8", labels={"pool": "app"}),
+            node("nw-9", labels={"pool": "app"}, taints=[taint("gone", "yes", "NoExecute")]),
+        ],
+        existing=[
+            pod(
+                "port-holder",
+                containers=[container(ports=[{"containerPort": 80, "hostPort": 80}])],
+                on="nw-6",
+            ),
+            pod("tenant-7", on="nw-7"),
+            pod("hog-8", cpu="3", memory="7Gi", on="nw-8"),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "homeless",
+                    containers=[
+                        container(
+                            cpu="2",
+                            memory="2Gi",
+                            ports=[{"containerPort": 80, "hostPort": 80}],
+                        )
+                    ],
+                    nodeSelector={"pool": "app"},
+                ),
+                expect="unschedulable",
+            ),
+            Step(
+                pod(
+                    "anti-everyone",
+                    labels={"app": "x"},
+                    affinity={
+                        "podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [
+                                {"labelSelector": selector(app="nobody"), "topologyKey": ZONE}
+                            ]
+                        }
+                    },
+                ),
+                expect="unschedulable",
+            ),
+        ],
+    )
+
+
+SCENARIOS: list[Scenario] = [
+    _resources(),
+    _init_sidecar_overhead(),
+    _extended_resources(),
+    _node_selector(),
+    _node_affinity(),
+    _taints(),
+    _host_ports(),
+    _unschedulable_nodes(),
+    _spread_do_not_schedule(),
+    _spread_schedule_anyway(),
+    _spread_min_domains(),
+    _spread_node_affinity_policy(),
+    _pod_affinity(),
+    _pod_anti_affinity(),
+    _existing_anti_affinity(),
+    _image_locality(),
+    _scheduling_gates(),
+    _fits_nowhere(),
+]
