@@ -43,6 +43,9 @@ from scheduler.api.results import (
 )
 from scheduler.api.status import Code, Status
 from scheduler.api.version import PLUGIN_API_VERSION
+from scheduler.model.quantity import QuantityError, parse_quantity
+from scheduler.model.selectors import LabelSelector, NodeSelector
+from scheduler.model.taints import Taint, Toleration
 from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
 from scheduler.state.pod import InvalidPodError, PodInfo, QueuedPodInfo
 
@@ -61,8 +64,10 @@ __all__ = [
     "Handle",
     "InvalidPodError",
     "KubeClient",
+    "LabelSelector",
     "NodeInfo",
     "NodePlugin",
+    "NodeSelector",
     "NodeSet",
     "NodeTable",
     "NodeVerdict",
@@ -71,13 +76,17 @@ __all__ = [
     "PodInfo",
     "PostFilterResult",
     "PreFilterResult",
+    "QuantityError",
     "QueuedPodInfo",
     "QueueingHint",
     "Rejection",
     "Resource",
     "SchedulerHookSpecs",
     "Status",
+    "Taint",
+    "Toleration",
     "WaitingPod",
     "hookimpl",
     "hookspec",
+    "parse_quantity",
 ]

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config_cmd",
     "emulator_cmd",
     "newplugin_cmd",
+    "bench_cmd",
 )
 
 

@@ -67,15 +67,26 @@ class StaticStores:
             objects = [
                 o
                 for (g, kind), objs in self._objects.items()
-                if g == group and _plural(kind) == plural
+                if g == group and _plural(g, kind) == plural
                 for o in objs
             ]
             store = self._stores[key] = StaticStore(objects)
         return store
 
 
-def _plural(kind: str) -> str:
-    """Lower-case plural of a Kind, as the API names resources (Policy -> policies)."""
+# Resources whose name is not the lower-cased plural of their kind.
+_IRREGULAR_PLURALS = {
+    ("metrics.k8s.io", "NodeMetrics"): "nodes",
+    ("metrics.k8s.io", "PodMetrics"): "pods",
+    ("", "Endpoints"): "endpoints",
+}
+
+
+def _plural(group: str, kind: str) -> str:
+    """The resource name of a kind, as the API names it (Policy -> policies)."""
+    irregular = _IRREGULAR_PLURALS.get((group, kind))
+    if irregular is not None:
+        return irregular
     lower = kind.lower()
     if lower.endswith("y"):
         return lower[:-1] + "ies"

@@ -190,6 +190,16 @@ async def harness() -> AsyncIterator[Harness]:
         await asyncio.wait_for(task, 5)
 
 
+def kube_messages(nodes: int, reason: str) -> tuple[str, str]:
+    """kube-scheduler's FailedScheduling text, without and with DefaultPreemption's part."""
+    base = f"0/{nodes} nodes are available: {nodes} {reason}."
+    preemption = (
+        f" preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found "
+        "for incoming pod."
+    )
+    return base, base + preemption
+
+
 def conflict(node: str) -> Status:
     err = Conflict(
         409,
@@ -238,16 +248,15 @@ async def test_pod_is_bound_and_gets_a_scheduled_event(harness: Harness) -> None
 async def test_unschedulable_pod_gets_kube_message_and_condition(harness: Harness) -> None:
     harness.queue.add(pod("big", cpu="3"))
     await harness.wait(lambda: harness.queue.where("default/big") == UNSCHEDULABLE, "rejection")
-    assert harness.io.notes("big", "FailedScheduling") == [
-        "0/2 nodes are available: 2 Insufficient cpu."
-    ]
+    notes = harness.io.notes("big", "FailedScheduling")
+    assert len(notes) == 1 and notes[0] in kube_messages(2, "Insufficient cpu")
     await harness.wait(lambda: bool(harness.io.patches), "the condition patch")
     name, patch = harness.io.patches[0]
     condition = patch["status"]["conditions"][0]
     assert name == "big"
     assert condition["type"] == "PodScheduled" and condition["status"] == "False"
     assert condition["reason"] == "Unschedulable"
-    assert condition["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+    assert condition["message"] == notes[0]
     assert harness.binder.calls == []
 
 

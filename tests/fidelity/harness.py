@@ -47,13 +47,12 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
 from scheduler.framework.explain import Explanation, explain
 from scheduler.framework.loader import PluginCatalog
-from scheduler.testing.controlplane import ApiError, RestClient
+from scheduler.testing.controlplane import RestClient
 from tests.fidelity.scenarios import Obj, Scenario, Step
 
 HOLD_GATE = "fidelity.test/hold"
@@ -76,7 +75,9 @@ _FINAL_SCORE = re.compile(
 
 
 def default_config() -> SchedulerConfiguration:
-    return load_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"})
+    return load_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    )
 
 
 # -- kube-scheduler's side ----------------------------------------------------------------
@@ -113,8 +114,7 @@ class KubeSide:
         self.cluster_objects.clear()
         deadline = time.monotonic() + DECISION_TIMEOUT
         while self.client.get("/api/v1/nodes").body["items"] or any(
-            self.client.get(f"/api/v1/namespaces/{ns}/pods").body["items"]
-            for ns in self.namespaces
+            self.client.get(f"/api/v1/namespaces/{ns}/pods").body["items"] for ns in self.namespaces
         ):
             if time.monotonic() > deadline:
                 raise AssertionError("nodes or pods of an earlier scenario were not deleted")
@@ -123,11 +123,16 @@ class KubeSide:
     def load(self, scenario: Scenario, namespace: str) -> None:
         """Create the scenario's objects and wait until kube-scheduler has seen all of them."""
         self.reset()
-        self.client.post(
-            "/api/v1/namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        )
-        self.namespaces.append(namespace)
+        for name, labels in {namespace: scenario.labels, **scenario.namespaces}.items():
+            self.client.post(
+                "/api/v1/namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": {**labels, "fidelity.test/ns": name}},
+                },
+            )
+            self.namespaces.append(name)
         for obj in scenario.cluster_objects:
             group_version = obj["apiVersion"]
             path = f"/apis/{group_version}/{CLUSTER_PLURALS[obj['kind']]}"
@@ -140,7 +145,7 @@ class KubeSide:
                 f"/api/v1/nodes/{node['metadata']['name']}", {"status": node["status"]}
             )
         for existing in scenario.existing:
-            self.create_pod(namespace, existing)
+            self.create_pod(existing["metadata"].get("namespace") or namespace, existing)
         self.sync(namespace, scenario.nodes[-1]["metadata"]["name"])
 
     def sync(self, namespace: str, last_node: str) -> None:
@@ -242,12 +247,13 @@ class KubeSide:
                 raise AssertionError(f"no FailedScheduling event for {namespace}/{name}")
             time.sleep(POLL)
 
-    def objects(self, namespace: str) -> list[Obj]:
-        """Nodes and pods as the API server holds them, as a cluster file lists them."""
+    def objects(self) -> list[Obj]:
+        """Nodes, pods and namespaces as the API server holds them, as a cluster file lists them."""
         out: list[Obj] = []
         for kind, path in (
             ("Node", "/api/v1/nodes"),
-            ("Pod", f"/api/v1/namespaces/{namespace}/pods"),
+            ("Pod", "/api/v1/pods"),
+            ("Namespace", "/api/v1/namespaces"),
         ):
             for item in self.client.get(path).body["items"]:
                 out.append({"apiVersion": "v1", "kind": kind, **item})
@@ -292,7 +298,9 @@ class KubeSide:
             self.delete_pod(namespace, name)
         return out
 
-    def probe_nominate(self, namespace: str, base: Obj, nodes: list[str]) -> dict[str, KubeDecision]:
+    def probe_nominate(
+        self, namespace: str, base: Obj, nodes: list[str]
+    ) -> dict[str, KubeDecision]:
         out: dict[str, KubeDecision] = {}
         for i, node in enumerate(nodes):
             probe = plain_copy(base, f"{base['metadata']['name']}-nom-{i}")
@@ -381,15 +389,15 @@ class OurSide:
         self.catalog = PluginCatalog.discover()
 
     def explain(self, objects: list[Obj], pod: Obj) -> Explanation:
-        return explain(
-            objects, pod, self.config, self.catalog, profile_name=DEFAULT_SCHEDULER_NAME
-        )
+        return explain(objects, pod, self.config, self.catalog, profile_name=DEFAULT_SCHEDULER_NAME)
 
     def probe(self, objects: list[Obj], base: Obj, nodes: list[str], kind: str) -> set[str]:
         feasible: set[str] = set()
         for i, node in enumerate(nodes):
             name = f"{base['metadata']['name']}-ours-{i}"
-            probe = pin_probe(base, node, name) if kind == "pin" else nominate_probe(base, node, name)
+            probe = (
+                pin_probe(base, node, name) if kind == "pin" else nominate_probe(base, node, name)
+            )
             result = self.explain(objects, probe)
             if result.node == node:
                 feasible.add(node)
@@ -399,9 +407,16 @@ class OurSide:
 # -- comparison ----------------------------------------------------------------------------
 
 
+#: The first sentence of a FailedScheduling message: what each node failed on. What
+#: follows it comes from PostFilter plugins (kube 1.36's DynamicResources adds "no
+#: new claims to deallocate", DefaultPreemption "preemption: ..."), not compared.
+_AVAILABILITY = re.compile(r"^0/\d+ nodes are available:.*?\.(?= |$)")
+
+
 def availability(message: str) -> str:
-    """The "0/N nodes are available: ..." sentence, without the preemption part."""
-    return message.split(" preemption: ")[0].strip()
+    """The "0/N nodes are available: ..." sentence, without PostFilter's additions."""
+    match = _AVAILABILITY.match(message.strip())
+    return match.group(0) if match else message.strip()
 
 
 def score_table(
@@ -425,7 +440,11 @@ def score_table(
         for plugin in sorted(set(ours) | set(theirs)):
             mine = str(ours[plugin]) if plugin in ours else "-"
             kube = str(theirs[plugin]) if plugin in theirs else "-"
-            flag = "" if mine == kube or (mine in ("-", "0") and kube in ("-", "0")) else "  <-- differs"
+            flag = (
+                ""
+                if mine == kube or (mine in ("-", "0") and kube in ("-", "0"))
+                else "  <-- differs"
+            )
             lines.append(f"{node:<28} {plugin:<34} {mine:>6} {kube:>6}{flag}")
         total = report.total if report and report.total is not None else "-"
         lines.append(
@@ -464,8 +483,7 @@ def compare_scores(
         for plugin in sorted(set(ours) | set(theirs)):
             if ours.get(plugin, 0) != theirs.get(plugin, 0):
                 problems.append(
-                    f"{node} {plugin}: ours {ours.get(plugin, '-')}, "
-                    f"kube {theirs.get(plugin, '-')}"
+                    f"{node} {plugin}: ours {ours.get(plugin, '-')}, kube {theirs.get(plugin, '-')}"
                 )
         if node in kube_totals and report.total != kube_totals[node]:
             problems.append(f"{node} total: ours {report.total}, kube {kube_totals[node]}")
@@ -485,14 +503,18 @@ def run_step(
     server_pod = kube.create_pod(namespace, held)
     name = server_pod["metadata"]["name"]
     base = plain_copy(server_pod, name)
-    objects = kube.objects(namespace)
+    objects = kube.objects()
     kind, parallel = probe_kind(base)
 
     explanation = ours.explain(objects, base)
+    # kube's probes start from the manifest: admission makes of them what it made of
+    # the pod, and a read-back pod cannot be re-created as is (the API server has
+    # merged matchLabelKeys into the label selectors, and then rejects the keys).
+    manifest = plain_copy({**step.pod, "metadata": {**step.pod["metadata"]}}, name)
     if kind == "pin":
-        kube_probes = kube.probe_pin(namespace, base, node_names, parallel=parallel)
+        kube_probes = kube.probe_pin(namespace, manifest, node_names, parallel=parallel)
     else:
-        kube_probes = kube.probe_nominate(namespace, base, node_names)
+        kube_probes = kube.probe_nominate(namespace, manifest, node_names)
     report = StepReport(
         pod=name,
         probe_kind=f"{kind}{' (parallel)' if parallel else ''}",
@@ -528,7 +550,9 @@ def run_step(
         condition = _pod_scheduled(pending) or {}
         if pending["spec"].get("nodeName") or condition.get("reason") != "SchedulingGated":
             report.problems.append(f"kube-scheduler did not hold the gated pod: {condition}")
-        gated = ours.explain(objects, {**base, "spec": {**base["spec"], "schedulingGates": user_gates}})
+        gated = ours.explain(
+            objects, {**base, "spec": {**base["spec"], "schedulingGates": user_gates}}
+        )
         if not any("PreEnqueue would keep the pod out" in note for note in gated.notes):
             report.problems.append(f"our PreEnqueue let the gated pod in: {gated.notes}")
 

@@ -179,6 +179,11 @@ class Scenario:
     steps: list[Step]
     existing: list[Obj] = field(default_factory=list)
     cluster_objects: list[Obj] = field(default_factory=list)  # RuntimeClasses, ...
+    #: More namespaces (name -> labels), for pods placed with ``metadata.namespace``;
+    #: names are global to the session, so prefix them with the scenario's name.
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Labels of the scenario's own namespace (where the placed pods live).
+    labels: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
@@ -538,7 +543,7 @@ def _spread_node_affinity_policy() -> Scenario:
             name,
             labels=WEB,
             nodeSelector=gold,
-            topologySpreadConstraints=[spread(ZONE, "DoNotSchedule", WEB, **policies)],
+            topologySpreadConstraints=[{**spread(ZONE, "DoNotSchedule", WEB), **policies}],
         )
 
     return Scenario(
@@ -563,8 +568,13 @@ def _spread_node_affinity_policy() -> Scenario:
                 web("ignore-affinity", nodeAffinityPolicy="Ignore"),
                 expect="unschedulable",
             ),
-            Step(web("ignore-affinity-honor-taints", nodeAffinityPolicy="Ignore",
-                     nodeTaintsPolicy="Honor")),
+            Step(
+                web(
+                    "ignore-affinity-honor-taints",
+                    nodeAffinityPolicy="Ignore",
+                    nodeTaintsPolicy="Honor",
+                )
+            ),
         ],
     )
 
@@ -820,6 +830,250 @@ def _fits_nowhere() -> Scenario:
     )
 
 
+def _pod_level_resources() -> Scenario:
+    return Scenario(
+        "pod-level-resources",
+        "pod-level spec.resources (PodLevelResources, on by default) instead of containers'",
+        nodes=[
+            node("plr-1", cpu="1", memory="4Gi"),
+            node("plr-2", cpu="2", memory="4Gi"),
+            node("plr-3", cpu="2", memory="1Gi"),
+            node("plr-4", cpu="4", memory="8Gi"),
+            node("plr-5", cpu="3", memory="8Gi"),
+        ],
+        existing=[
+            pod(
+                "placed",
+                cpu="100m",
+                memory="64Mi",
+                on="plr-4",
+                resources={"requests": {"cpu": "2500m", "memory": "1Gi"}},
+            )
+        ],
+        steps=[
+            Step(
+                pod(
+                    "pod-requests",
+                    cpu="200m",
+                    memory="128Mi",
+                    resources={"requests": {"cpu": "1500m", "memory": "2Gi"}},
+                )
+            ),
+            Step(
+                pod(
+                    "pod-limits-only",
+                    cpu=None,
+                    memory=None,
+                    resources={"limits": {"cpu": "1200m", "memory": "1536Mi"}},
+                )
+            ),
+        ],
+    )
+
+
+def _spread_edge_cases() -> Scenario:
+    v2 = {"app": "web", "version": "v2"}
+    return Scenario(
+        "spread-edge-cases",
+        "nodes without the topology label, matchLabelKeys narrowing the selector",
+        nodes=[
+            *_zonal_nodes("sec", "ab", 2),
+            node("sec-nolabel-1"),
+            node("sec-nolabel-2"),
+        ],
+        existing=[
+            pod("web-v1-a", labels={"app": "web", "version": "v1"}, on="sec-a1"),
+            pod("web-v1-a2", labels={"app": "web", "version": "v1"}, on="sec-a2"),
+            pod("web-v2-b", labels=v2, on="sec-b1"),
+            pod("web-v2-x", labels=v2, on="sec-nolabel-1"),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "by-version",
+                    labels=v2,
+                    topologySpreadConstraints=[
+                        spread(ZONE, "DoNotSchedule", WEB, matchLabelKeys=["version"])
+                    ],
+                )
+            ),
+            Step(
+                pod(
+                    "all-versions",
+                    labels=v2,
+                    topologySpreadConstraints=[spread(ZONE, "DoNotSchedule", WEB)],
+                )
+            ),
+            Step(
+                pod(
+                    "soft",
+                    labels=v2,
+                    topologySpreadConstraints=[
+                        spread(ZONE, "ScheduleAnyway", WEB),
+                        spread(HOSTNAME, "ScheduleAnyway", WEB, max_skew=2),
+                    ],
+                )
+            ),
+        ],
+    )
+
+
+def _affinity_namespaces() -> Scenario:
+    shop, bank = "fid-affinity-namespaces-shop", "fid-affinity-namespaces-bank"
+
+    def in_ns(namespace: str, obj: Obj) -> Obj:
+        obj["metadata"]["namespace"] = namespace
+        return obj
+
+    def required(kind: str, **term_fields: Any) -> Obj:
+        return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term_fields]}}
+
+    return Scenario(
+        "affinity-namespaces",
+        "namespaces, namespaceSelector (incl. for existing pods' anti-affinity), matchLabelKeys",
+        labels={"team": "shop"},
+        namespaces={shop: {"team": "shop"}, bank: {"team": "bank"}},
+        nodes=_zonal_nodes("ans", "abc", 2),
+        existing=[
+            in_ns(
+                bank,
+                pod(
+                    "guard",
+                    labels={"app": "guard"},
+                    on="ans-a1",
+                    affinity=required(
+                        "podAntiAffinity",
+                        labelSelector=selector(**WEB),
+                        namespaceSelector=selector(team="shop"),
+                        topologyKey=ZONE,
+                    ),
+                ),
+            ),
+            in_ns(shop, pod("db-shop", labels={"app": "db"}, on="ans-b1")),
+            in_ns(bank, pod("db-bank", labels={"app": "db"}, on="ans-c1")),
+            pod("web-rev2", labels={"app": "web", "rev": "2"}, on="ans-c2"),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "near-bank-db",
+                    labels=WEB,
+                    affinity=required(
+                        "podAffinity",
+                        labelSelector=selector(app="db"),
+                        namespaces=[bank],
+                        topologyKey=ZONE,
+                    ),
+                )
+            ),
+            Step(
+                pod(
+                    "near-any-db",
+                    labels=WEB,
+                    affinity=required(
+                        "podAffinity",
+                        labelSelector=selector(app="db"),
+                        namespaceSelector={},
+                        topologyKey=ZONE,
+                    ),
+                )
+            ),
+            Step(
+                pod(
+                    "api",
+                    labels={"app": "api"},
+                    affinity={
+                        "podAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "labelSelector": selector(app="db"),
+                                        "namespaceSelector": selector(team="bank"),
+                                        "topologyKey": HOSTNAME,
+                                    },
+                                }
+                            ]
+                        },
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 30,
+                                    "podAffinityTerm": {
+                                        "labelSelector": selector(**WEB),
+                                        "topologyKey": ZONE,
+                                    },
+                                }
+                            ]
+                        },
+                    },
+                )
+            ),
+            Step(
+                pod(
+                    "web-rev2-new",
+                    labels={"app": "web", "rev": "2"},
+                    affinity=required(
+                        "podAntiAffinity",
+                        labelSelector=selector(**WEB),
+                        matchLabelKeys=["rev"],
+                        topologyKey=HOSTNAME,
+                    ),
+                )
+            ),
+        ],
+    )
+
+
+def _tolerations_and_storage() -> Scenario:
+    hugepages = "hugepages-2Mi"
+    return Scenario(
+        "tolerations-and-storage",
+        "valueless taints, wildcard tolerations, ephemeral-storage and hugepages",
+        nodes=[
+            node("tas-1", taints=[taint("gpu")], extended={"ephemeral-storage": "10Gi"}),
+            node(
+                "tas-2",
+                taints=[taint("gpu", "", "NoExecute")],
+                extended={"ephemeral-storage": "100Gi", hugepages: "1Gi"},
+            ),
+            node("tas-3", extended={"ephemeral-storage": "1Gi", hugepages: "1Gi"}),
+            node("tas-4", extended={"ephemeral-storage": "50Gi", hugepages: "256Mi"}),
+            node(
+                "tas-5",
+                taints=[taint("spot", "true", "PreferNoSchedule")],
+                extended={"ephemeral-storage": "50Gi", hugepages: "2Gi"},
+            ),
+        ],
+        steps=[
+            Step(
+                pod(
+                    "scratch",
+                    containers=[
+                        container(extended={"ephemeral-storage": "5Gi"}),
+                    ],
+                    tolerations=[
+                        {"key": "gpu", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+                        {
+                            "key": "gpu",
+                            "operator": "Exists",
+                            "effect": "NoExecute",
+                            "tolerationSeconds": 60,
+                        },
+                    ],
+                )
+            ),
+            Step(
+                pod(
+                    "huge",
+                    containers=[container(extended={hugepages: "512Mi"})],
+                    tolerations=[{"operator": "Exists"}],
+                )
+            ),
+        ],
+    )
+
+
 SCENARIOS: list[Scenario] = [
     _resources(),
     _init_sidecar_overhead(),
@@ -839,4 +1093,8 @@ SCENARIOS: list[Scenario] = [
     _image_locality(),
     _scheduling_gates(),
     _fits_nowhere(),
+    _pod_level_resources(),
+    _spread_edge_cases(),
+    _affinity_namespaces(),
+    _tolerations_and_storage(),
 ]

@@ -49,7 +49,5 @@ def test_placement_matches_kube_scheduler(
             f"kube chose {report.kube_node}, our tied {report.our_tied}"
         )
         if report.problems:
-            failures.append(
-                "\n".join([f"{report.pod}:", *report.problems, *report.details])
-            )
+            failures.append("\n".join([f"{report.pod}:", *report.problems, *report.details]))
     assert not failures, f"{scenario.name}: {scenario.description}\n" + "\n\n".join(failures)

@@ -104,9 +104,7 @@ def test_scalar_resource_counts_only_when_requested() -> None:
     # m1 cpu 3000/3500, memory 5000/40000, gpu 3 -> 4 of 8: 69 -> 70 scores 75;
     # m2 the same with gpu 0 -> 1 of 8: 62 -> 65 scores 76.
     gpu = "nvidia.com/gpu"
-    nodes = [
-        make_node(n, cpu="3500", memory="40000", extended={gpu: "8"}) for n in ("m1", "m2")
-    ]
+    nodes = [make_node(n, cpu="3500", memory="40000", extended={gpu: "8"}) for n in ("m1", "m2")]
     placed = [
         make_pod(node_name="m1", requests=[{"cpu": "3000", "memory": "5000", gpu: "3"}]),
         make_pod(node_name="m2", requests=[{"cpu": "3000", "memory": "5000"}]),

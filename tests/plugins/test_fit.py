@@ -394,6 +394,31 @@ MOST_CASES: list[tuple[str, Any, Any, Any, Any, list[int]]] = [
 ]
 
 
+def test_least_allocated_scores_incoming_pod_by_containers_not_pod_level() -> None:
+    # kube 1.36's Fit scorer is built without the PodLevelResources flag (fit.go
+    # getScorer), so the incoming pod is scored by its containers' requests while
+    # placed pods count at their pod-level requests. Seen live in the fidelity
+    # scenario ``pod-level-resources`` (tests/fidelity): node 2 cpu / 4Gi, pod-level
+    # 1500m/2Gi over a 200m/128Mi container scores 93, not 37.
+    mib = 1024 * 1024
+    nodes = [
+        make_node("m1", cpu="2", memory=str(4096 * mib)),
+        make_node("m2", cpu="4", memory=str(8192 * mib)),
+    ]
+    placed = make_pod(node_name="m2", requests=[{"cpu": "100m", "memory": str(64 * mib)}])
+    placed["spec"]["resources"] = {"requests": {"cpu": "2500m", "memory": str(1024 * mib)}}
+    table = make_table(nodes, [placed])
+    pod = make_pod(requests=[{"cpu": "200m", "memory": str(128 * mib)}])
+    pod["spec"]["resources"] = {"requests": {"cpu": "1500m", "memory": str(2048 * mib)}}
+    plugin = NodeResourcesFit(None, FakeHandle(table))
+    # m1: cpu (2000-200)/2000 -> 90, memory (4096-128)/4096 -> 96: 93.
+    # m2: cpu (4000-2700)/4000 -> 32, memory (8192-1152)/8192 -> 85: 58.
+    assert run_score(plugin, pod, table) == [93, 58]
+    # The filter uses the pod-level requests: 1800m fits m1, not m2 (1500m free).
+    pod["spec"]["resources"]["requests"]["cpu"] = "1800m"
+    assert run_filter(plugin, pod, table) == [[], ["Insufficient cpu"]]
+
+
 @pytest.mark.parametrize(
     ("name", "requests", "nodes", "existing", "resources", "expected"),
     MOST_CASES,

@@ -17,7 +17,7 @@ Two kube rules shape the matrices:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,12 @@ import numpy.typing as npt
 from pydantic import Field, field_validator
 
 from scheduler.api import MAX_NODE_SCORE, NodeSet, PodInfo
-from scheduler.model.resources import is_extended_resource_name, is_scalar_resource_name
+from scheduler.model.resources import (
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    pod_non_zero_requests,
+    pod_requests,
+)
 from scheduler.plugins._helpers import PluginArgs
 from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY
 
@@ -73,16 +78,43 @@ class WeightedResources(PluginArgs):
 
 
 def pod_score_requests(pod: PodInfo, names: Sequence[str], use_requested: bool) -> IntArray:
-    """The pod's request per scored resource (cpu in millicores), kube's PreScore state."""
+    """The pod's request per scored resource (cpu in millicores), kube's PreScore state.
+
+    ``use_requested=False`` is NodeResourcesFit's scorer. kube 1.36 builds that
+    scorer without the PodLevelResources feature flag (``getScorer`` in fit.go
+    never sets it; BalancedAllocation's scorer has it), so the *incoming* pod is
+    scored by its containers' requests (+ overhead) even when ``spec.resources``
+    sets pod-level requests; pods already on the node count at their pod-level
+    requests (NodeInfo). Fidelity scenario ``pod-level-resources`` (tests/fidelity)
+    shows the live kube-scheduler doing so.
+    """
+    requests: Mapping[str, int] = pod.requests
+    non_zero = pod.non_zero_requests
+    if not use_requested and _pod_level_resources_set(pod):
+        spec = pod.raw.get("spec") or {}
+        containers_only = {
+            **pod.raw,
+            "spec": {k: v for k, v in spec.items() if k != "resources"},
+        }
+        requests = pod_requests(containers_only)
+        non_zero = pod_non_zero_requests(containers_only)
     out = np.zeros(len(names), dtype=np.int64)
     for i, name in enumerate(names):
         if not use_requested and name == "cpu":
-            out[i] = pod.non_zero_requests[0]
+            out[i] = non_zero[0]
         elif not use_requested and name == "memory":
-            out[i] = pod.non_zero_requests[1]
+            out[i] = non_zero[1]
         else:
-            out[i] = pod.requests.get(name, 0)
+            out[i] = requests.get(name, 0)
     return out
+
+
+def _pod_level_resources_set(pod: PodInfo) -> bool:
+    spec = pod.raw.get("spec") or {}
+    resources = spec.get("resources") if isinstance(spec, Mapping) else None
+    return isinstance(resources, Mapping) and bool(
+        resources.get("requests") or resources.get("limits")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +286,9 @@ def balanced_allocation(m: AllocationMatrices, pod_requests: IntArray) -> IntArr
     Resources left out with the pod (0/0) are left out without it too.
     """
     scored = m.scored
-    without_pod: IntArray = np.where(
-        scored, m.requested - pod_requests[np.newaxis, :], 0
-    ).astype(np.int64)
+    without_pod: IntArray = np.where(scored, m.requested - pod_requests[np.newaxis, :], 0).astype(
+        np.int64
+    )
     with_pod = resource_balance(m.requested, m.allocatable, scored)
     before = resource_balance(without_pod, m.allocatable, scored)
     half = MAX_NODE_SCORE // 2
@@ -274,9 +306,7 @@ def resource_balance(requested: IntArray, allocatable: IntArray, scored: BoolArr
     n_nodes, n_res = scored.shape
     if n_res == 2 and scored.all():
         # The usual case (cpu and memory on every node): kube's two-resource formula.
-        fractions = np.minimum(
-            requested.astype(np.float64) / allocatable.astype(np.float64), 1.0
-        )
+        fractions = np.minimum(requested.astype(np.float64) / allocatable.astype(np.float64), 1.0)
         std = np.abs((fractions[:, 0] - fractions[:, 1]) / 2)
         return np.trunc((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
     safe_alloc = np.where(scored, allocatable, 1).astype(np.float64)

@@ -1,0 +1,322 @@
+"""Turning observations into figures, and figures into a table or JSON.
+
+Throughput is scheduler_perf's ``SchedulingThroughput``: pods scheduled per
+one-second sample over the measured phase (from the first second in which a
+measured pod was scheduled until the last one was; the final, partial
+second is scaled by its length), reported as average and percentiles of the
+samples. Latency is creation -> bound as seen by one watch (both stamps on
+the harness's clock). Decision time and attempt duration come from each
+scheduler's own ``/metrics`` histograms (the same metric names in both),
+estimated within buckets as Prometheus' ``histogram_quantile`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SCHEDULER_LABELS = {"ours": "ours", "kube": "kube-scheduler"}
+
+# Targets from the issue: ours / kube-scheduler throughput.
+TARGET_RATIO = {"SchedulingBasic": 1.0}
+DEFAULT_TARGET_RATIO = 0.8
+DECISION_P50_TARGET_MS = 1.0
+MEMORY_TARGET_MIB = 1024.0
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..100); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def throughput_samples(start: float, bound_times: Sequence[float]) -> list[float]:
+    """Pods/s per one-second interval from `start`; leading empty seconds are skipped."""
+    if not bound_times:
+        return []
+    end = max(bound_times)
+    counts: dict[int, int] = {}
+    for t in bound_times:
+        counts[int(max(0.0, t - start))] = counts.get(int(max(0.0, t - start)), 0) + 1
+    first = min(counts)
+    last = int(max(0.0, end - start))
+    samples: list[float] = []
+    for second in range(first, last + 1):
+        n = counts.get(second, 0)
+        if second == last:
+            length = (end - start) - last
+            # A sliver of a second says little; fold it in only when it is substantial.
+            if length < 0.2:
+                if n and samples:
+                    samples[-1] += n
+                elif n:
+                    samples.append(float(n))
+                continue
+            samples.append(n / length)
+        else:
+            samples.append(float(n))
+    return samples
+
+
+def summarize(values: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "avg": statistics.fmean(values) if values else None,
+        "p50": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "p99": percentile(values, 99),
+    }
+
+
+# -- Prometheus text ----------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def histogram(text: str, name: str, match: Mapping[str, str] | None = None) -> list[tuple[float, float]]:
+    """Cumulative ``(le, count)`` buckets of `name`, summed over series matching `match`."""
+    buckets: dict[float, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m is None or m.group(1) != f"{name}_bucket":
+            continue
+        labels = dict(_LABEL.findall(m.group(2) or ""))
+        if match and any(labels.get(k) != v for k, v in match.items()):
+            continue
+        le = labels.get("le")
+        if le is None:
+            continue
+        bound = math.inf if le == "+Inf" else float(le)
+        buckets[bound] = buckets.get(bound, 0.0) + float(m.group(3))
+    return sorted(buckets.items())
+
+
+def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float | None:
+    """Prometheus' estimate: linear within the bucket holding the q-th observation."""
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    total = buckets[-1][1]
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for upper, count in buckets:
+        if count >= rank:
+            if math.isinf(upper):
+                return lower
+            if count == below:
+                return upper
+            return lower + (upper - lower) * (rank - below) / (count - below)
+        lower, below = upper, count
+    return lower
+
+
+def histogram_summary(
+    text: str | None, name: str, match: Mapping[str, str] | None = None
+) -> dict[str, float | None] | None:
+    """p50/p90/p99 in milliseconds and the observation count, or None without data."""
+    if not text:
+        return None
+    buckets = histogram(text, name, match)
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+
+    def ms(q: float) -> float | None:
+        value = histogram_quantile(q, buckets)
+        return None if value is None else value * 1000
+
+    return {"p50_ms": ms(0.5), "p90_ms": ms(0.9), "p99_ms": ms(0.99), "count": buckets[-1][1]}
+
+
+# -- machine ---------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_total_kib = 0
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_total_kib = int(line.split()[1])
+                    break
+    except OSError:
+        pass
+    try:
+        nproc = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip())
+    except (OSError, ValueError):
+        nproc = os.cpu_count() or 0
+    return {
+        "nproc": nproc,
+        "cpu_model": model,
+        "memory_gib": round(mem_total_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def ratio(ours: float | None, kube: float | None, *, lower_is_better: bool = False) -> float | None:
+    if ours is None or kube is None or ours <= 0 or kube <= 0:
+        return None
+    return kube / ours if lower_is_better else ours / kube
+
+
+def _get(result: Mapping[str, Any] | None, *path: str) -> Any:
+    value: Any = result
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+# (label, path into a scheduler's result, digits, lower is better)
+ROWS: tuple[tuple[str, tuple[str, ...], int, bool], ...] = (
+    ("throughput avg (pods/s)", ("throughput", "avg"), 1, False),
+    ("throughput p50 (pods/s)", ("throughput", "p50"), 1, False),
+    ("throughput p90 (pods/s)", ("throughput", "p90"), 1, False),
+    ("throughput p99 (pods/s)", ("throughput", "p99"), 1, False),
+    ("overall (pods/s)", ("overall_pods_per_second",), 1, False),
+    ("create->bound p50 (ms)", ("latency_ms", "p50"), 0, True),
+    ("create->bound p99 (ms)", ("latency_ms", "p99"), 0, True),
+    ("attempt p50 (ms, /metrics)", ("attempt_ms", "p50_ms"), 2, True),
+    ("attempt p99 (ms, /metrics)", ("attempt_ms", "p99_ms"), 2, True),
+    ("algorithm p50 (ms, /metrics)", ("algorithm_ms", "p50_ms"), 2, True),
+    ("algorithm p99 (ms, /metrics)", ("algorithm_ms", "p99_ms"), 2, True),
+    ("CPU s, measured phase", ("process", "cpu_seconds_measured"), 1, True),
+    ("CPU s, whole run", ("process", "cpu_seconds"), 1, True),
+    ("RSS after sync (MiB)", ("process", "rss_after_sync_mib"), 0, True),
+    ("peak RSS (MiB)", ("process", "peak_rss_mib"), 0, True),
+)
+
+
+def render_workload(result: Mapping[str, Any]) -> str:
+    schedulers: Mapping[str, Any] = result.get("schedulers") or {}
+    names = [n for n in ("ours", "kube") if n in schedulers]
+    header = f"{result['workload']} [{result['backend']}] - {result['description']}"
+    lines = [header, "-" * len(header)]
+    cols = [SCHEDULER_LABELS[n] for n in names]
+    both = len(names) == 2
+    lines.append(
+        f"  {'':30}"
+        + "".join(f"{c:>16}" for c in cols)
+        + (f"{'ours/kube':>12}" if both else "")
+    )
+    for label, path, digits, lower in ROWS:
+        values = [_get(schedulers.get(n), *path) for n in names]
+        if all(v is None for v in values):
+            continue
+        row = f"  {label:30}" + "".join(f"{_fmt(v, digits):>16}" for v in values)
+        if both:
+            r = ratio(values[0], values[1], lower_is_better=lower)
+            row += f"{_fmt(r, 2):>12}"
+        lines.append(row)
+    for n in names:
+        outcome = schedulers[n]
+        if outcome.get("error"):
+            lines.append(f"  {SCHEDULER_LABELS[n]}: FAILED: {outcome['error']}")
+        elif outcome.get("incomplete"):
+            lines.append(
+                f"  {SCHEDULER_LABELS[n]}: INCOMPLETE: {outcome.get('scheduled')} of "
+                f"{outcome.get('expected')} measured pods scheduled before the timeout"
+            )
+    if result.get("profile"):
+        lines.append(f"  profile of ours: {result['profile']}")
+    return "\n".join(lines)
+
+
+def target_verdicts(result: Mapping[str, Any]) -> list[str]:
+    """Targets from the issue for one workload: 'met' / 'MISSED' lines."""
+    out: list[str] = []
+    name = result["workload"]
+    schedulers: Mapping[str, Any] = result.get("schedulers") or {}
+    ours = schedulers.get("ours")
+    kube = schedulers.get("kube")
+    if name == "Memory":
+        rss = _get(ours, "process", "rss_after_sync_mib")
+        if rss is not None:
+            verdict = "met" if rss <= MEMORY_TARGET_MIB else "MISSED"
+            out.append(f"{name}: RSS after sync {rss:.0f} MiB (target <= 1024 MiB): {verdict}")
+        return out
+    r = ratio(_get(ours, "throughput", "avg"), _get(kube, "throughput", "avg"))
+    target = TARGET_RATIO.get(name, DEFAULT_TARGET_RATIO)
+    if r is not None:
+        verdict = "met" if r >= target else "MISSED"
+        out.append(f"{name}: throughput ours/kube {r:.2f} (target >= {target:.1f}): {verdict}")
+    return out
+
+
+def render(report: Mapping[str, Any]) -> str:
+    m = report["machine"]
+    parts = [
+        f"machine: {m['nproc']} cpus ({m['cpu_model']}), {m['memory_gib']} GiB; "
+        f"python {m['python']}; kernel {m['kernel']}",
+        "",
+    ]
+    verdicts: list[str] = []
+    for result in report["results"]:
+        parts.append(render_workload(result))
+        parts.append("")
+        verdicts += target_verdicts(result)
+    summary = summary_table(report)
+    if summary:
+        parts += ["summary (throughput avg, pods/s):", summary, ""]
+    if verdicts:
+        parts += ["targets:", *(f"  {v}" for v in verdicts)]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def summary_table(report: Mapping[str, Any]) -> str:
+    """A Markdown table: one row per workload, ours and kube-scheduler side by side."""
+    rows = [r for r in report["results"] if r["workload"] != "Memory"]
+    if not rows:
+        return ""
+    lines = [
+        "| workload | backend | size | ours avg | kube avg | ours/kube | ours p50 / p90 / p99 "
+        "| kube p50 / p90 / p99 | ours CPU s | kube CPU s |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        s = r.get("schedulers") or {}
+        o, k = s.get("ours"), s.get("kube")
+
+        def pct(x: Any) -> str:
+            return " / ".join(_fmt(_get(x, "throughput", q), 0) for q in ("p50", "p90", "p99"))
+
+        rr = ratio(_get(o, "throughput", "avg"), _get(k, "throughput", "avg"))
+        lines.append(
+            f"| {r['workload']} | {r['backend']} | {r['description']} "
+            f"| {_fmt(_get(o, 'throughput', 'avg'), 1)} | {_fmt(_get(k, 'throughput', 'avg'), 1)} "
+            f"| {_fmt(rr, 2)} | {pct(o)} | {pct(k)} "
+            f"| {_fmt(_get(o, 'process', 'cpu_seconds_measured'), 1)} "
+            f"| {_fmt(_get(k, 'process', 'cpu_seconds_measured'), 1)} |"
+        )
+    return "\n".join(lines)

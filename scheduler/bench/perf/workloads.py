@@ -1,0 +1,374 @@
+"""The workloads, after kube-scheduler's ``test/integration/scheduler_perf``.
+
+Object shapes follow scheduler_perf's templates (``config/templates/``):
+nodes as ``node-default.yaml`` (4 cpu, 32Gi, 110 pods, Ready), pods as
+``pod-default.yaml`` (one pause container, port 80, 100m cpu / 500Mi
+requested and limited) and its variants. Every node also carries a
+``kubernetes.io/hostname`` label, as a kubelet would set it, so hostname
+topology keys mean one domain per node.
+
+Each workload is a list of pod-creation phases, as scheduler_perf's
+``createPods`` ops: ``init`` phases fill the cluster first (and are waited
+for unless scheduler_perf skips the wait), the one ``measure`` phase is what
+throughput is collected over. Sizes are scheduler_perf's ``5000Nodes``
+(``--scale full``) and ``500Nodes`` (``--scale small``) variants; the brief
+for this project sets SchedulingBasic's full run to 10,000 measured pods.
+
+Everything here is plain data, so a workload can cross a process boundary
+(the emulator builds its preloaded objects from it in its own process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+SCHEDULER_NAME = "perf-scheduler"
+HIGH_PRIORITY_CLASS = "perf-high"
+HIGH_PRIORITY = 10
+INIT_NAMESPACE = "sched-0"
+MEASURE_NAMESPACE = "sched-1"
+CHURN_NAMESPACE = "churn"
+NAMESPACES = (INIT_NAMESPACE, MEASURE_NAMESPACE, CHURN_NAMESPACE)
+
+Obj = dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One ``createPods`` op: ``count`` pods from ``template`` in ``namespace``."""
+
+    name: str
+    count: int
+    template: str
+    namespace: str
+    wait: bool = True  # wait until all are scheduled before the next phase
+    measure: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    nodes: int
+    phases: tuple[Phase, ...]
+    zones: tuple[str, ...] = ()  # node zone labels, assigned round-robin
+    churn: bool = False  # scheduler_perf's ``churn`` op, mode recreate, every second
+    bound_pods: int = 0  # pods that exist already bound before the scheduler starts
+    memory_only: bool = False  # measure the scheduler's memory after sync, no scheduling
+
+    @property
+    def measured(self) -> Phase | None:
+        return next((p for p in self.phases if p.measure), None)
+
+    def describe(self) -> str:
+        parts = [f"{self.nodes} nodes"]
+        if self.bound_pods:
+            parts.append(f"{self.bound_pods} bound pods")
+        for phase in self.phases:
+            parts.append(f"{phase.count} {phase.name} pods")
+        if self.churn:
+            parts.append("churn 1/s")
+        return ", ".join(parts)
+
+
+def _basic(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "SchedulingBasic",
+        nodes,
+        (
+            Phase("init", init, "default", INIT_NAMESPACE),
+            Phase("measured", measure, "default", MEASURE_NAMESPACE, measure=True),
+        ),
+    )
+
+
+def _anti_affinity(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "SchedulingPodAntiAffinity",
+        nodes,
+        (
+            Phase("init", init, "anti-affinity", INIT_NAMESPACE),
+            Phase("measured", measure, "anti-affinity", MEASURE_NAMESPACE, measure=True),
+        ),
+    )
+
+
+def _spreading(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "TopologySpreading",
+        nodes,
+        (
+            Phase("init", init, "default", INIT_NAMESPACE),
+            Phase("measured", measure, "topology-spreading", MEASURE_NAMESPACE, measure=True),
+        ),
+        zones=("moon-1", "moon-2", "moon-3"),
+    )
+
+
+def _node_affinity(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "SchedulingNodeAffinity",
+        nodes,
+        (
+            Phase("init", init, "node-affinity", INIT_NAMESPACE),
+            Phase("measured", measure, "node-affinity", MEASURE_NAMESPACE, measure=True),
+        ),
+        zones=("zone1",),
+    )
+
+
+def _unschedulable(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "Unschedulable",
+        nodes,
+        (
+            Phase("init", init, "large-cpu", INIT_NAMESPACE, wait=False),
+            Phase("measured", measure, "default", MEASURE_NAMESPACE, measure=True),
+        ),
+    )
+
+
+def _preemption(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "PreemptionBasic",
+        nodes,
+        (
+            Phase("init", init, "low-priority", INIT_NAMESPACE),
+            Phase("measured", measure, "high-priority", MEASURE_NAMESPACE, measure=True),
+        ),
+    )
+
+
+def _mixed_churn(nodes: int, init: int, measure: int) -> Workload:
+    del init  # scheduler_perf's churn workload has no init pods
+    return Workload(
+        "SchedulingWithMixedChurn",
+        nodes,
+        (Phase("measured", measure, "default", MEASURE_NAMESPACE, measure=True),),
+        churn=True,
+    )
+
+
+def _memory(nodes: int, init: int, measure: int) -> Workload:
+    del measure
+    return Workload("Memory", nodes, (), bound_pods=init, memory_only=True)
+
+
+_BUILDERS = {
+    "SchedulingBasic": _basic,
+    "SchedulingPodAntiAffinity": _anti_affinity,
+    "TopologySpreading": _spreading,
+    "SchedulingNodeAffinity": _node_affinity,
+    "Unschedulable": _unschedulable,
+    "PreemptionBasic": _preemption,
+    "SchedulingWithMixedChurn": _mixed_churn,
+    "Memory": _memory,
+}
+
+# (nodes, init pods, measured pods) per scale. "full" is scheduler_perf's
+# 5000Nodes variant (PreemptionBasic has only a 500Nodes one upstream);
+# "small" its 500Nodes variant. Memory's "init" is the number of bound pods.
+SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
+    "full": {
+        "SchedulingBasic": (5000, 1000, 10000),
+        "SchedulingPodAntiAffinity": (5000, 1000, 1000),
+        "TopologySpreading": (5000, 5000, 2000),
+        "SchedulingNodeAffinity": (5000, 5000, 1000),
+        "Unschedulable": (5000, 200, 5000),
+        "PreemptionBasic": (500, 2000, 500),
+        "SchedulingWithMixedChurn": (5000, 0, 2000),
+        "Memory": (5000, 150000, 0),
+    },
+    "small": {
+        "SchedulingBasic": (500, 500, 1000),
+        "SchedulingPodAntiAffinity": (500, 100, 400),
+        "TopologySpreading": (500, 1000, 1000),
+        "SchedulingNodeAffinity": (500, 500, 1000),
+        "Unschedulable": (500, 200, 1000),
+        "PreemptionBasic": (500, 2000, 500),
+        "SchedulingWithMixedChurn": (500, 0, 1000),
+        "Memory": (500, 15000, 0),
+    },
+}
+
+WORKLOAD_NAMES: tuple[str, ...] = tuple(_BUILDERS)
+# What ``--workload all`` runs; Memory is a mode of its own (``--workload Memory``).
+DEFAULT_WORKLOADS: tuple[str, ...] = tuple(n for n in WORKLOAD_NAMES if n != "Memory")
+
+
+def build(
+    name: str,
+    scale: str = "full",
+    *,
+    nodes: int | None = None,
+    init_pods: int | None = None,
+    pods: int | None = None,
+) -> Workload:
+    """The workload `name` at `scale`, with optional overrides of its sizes."""
+    default_nodes, default_init, default_pods = SCALES[scale][name]
+    return _BUILDERS[name](
+        default_nodes if nodes is None else nodes,
+        default_init if init_pods is None else init_pods,
+        default_pods if pods is None else pods,
+    )
+
+
+# -- objects ---------------------------------------------------------------------------
+
+
+def node_name(i: int) -> str:
+    return f"perf-node-{i:05d}"
+
+
+def node(i: int, zones: tuple[str, ...] = (), name: str | None = None) -> Obj:
+    """``node-default.yaml``: 4 cpu, 32Gi, 110 pods, Ready."""
+    name = name or node_name(i)
+    labels = {"kubernetes.io/hostname": name}
+    if zones:
+        labels["topology.kubernetes.io/zone"] = zones[i % len(zones)]
+    capacity = {"pods": "110", "cpu": "4", "memory": "32Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
+    }
+
+
+def _container(cpu: str, limits: bool = True) -> Obj:
+    requests = {"cpu": cpu, "memory": "500Mi"}
+    resources: Obj = {"requests": requests}
+    if limits:
+        resources["limits"] = dict(requests)
+    return {
+        "image": "registry.k8s.io/pause:3.10",
+        "name": "pause",
+        "ports": [{"containerPort": 80}],
+        "resources": resources,
+    }
+
+
+def pod(template: str, name: str, namespace: str, node: str | None = None) -> Obj:
+    """A pod from one of scheduler_perf's templates (by short name)."""
+    labels: dict[str, str] = {}
+    spec: Obj = {"schedulerName": SCHEDULER_NAME}
+    cpu = "100m"
+    if template == "default":
+        pass
+    elif template == "anti-affinity":  # pod-with-pod-anti-affinity.yaml
+        labels = {"color": "green", "name": "test"}
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                        "namespaces": [MEASURE_NAMESPACE, INIT_NAMESPACE],
+                    }
+                ]
+            }
+        }
+    elif template == "topology-spreading":  # pod-with-topology-spreading.yaml
+        labels = {"color": "blue"}
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 5,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
+    elif template == "node-affinity":  # pod-with-node-affinity.yaml
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "topology.kubernetes.io/zone",
+                                    "operator": "In",
+                                    "values": ["zone1", "zone2"],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    elif template == "large-cpu":  # pod-large-cpu.yaml: fits no 4-cpu node
+        cpu = "9"
+    elif template == "low-priority":  # pod-low-priority.yaml
+        cpu = "900m"
+        spec["terminationGracePeriodSeconds"] = 0
+    elif template in ("high-priority", "high-priority-large-cpu"):
+        # pod-high-priority.yaml / pod-high-priority-large-cpu.yaml. The value is
+        # also given as a PriorityClass so a real API server's Priority
+        # admission accepts it.
+        cpu = "3000m" if template == "high-priority" else "9"
+        spec["priority"] = HIGH_PRIORITY
+        spec["priorityClassName"] = HIGH_PRIORITY_CLASS
+    else:
+        raise ValueError(f"unknown pod template {template!r}")
+    spec["containers"] = [_container(cpu, limits=template != "high-priority-large-cpu")]
+    if node is not None:
+        spec["nodeName"] = node
+    metadata: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def pod_name(phase: str, i: int) -> str:
+    return f"{phase}-{i:06d}"
+
+
+def namespaces() -> list[Obj]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES
+    ]
+
+
+def priority_class() -> Obj:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": HIGH_PRIORITY_CLASS},
+        "value": HIGH_PRIORITY,
+    }
+
+
+def nodes(workload: Workload) -> Iterator[Obj]:
+    for i in range(workload.nodes):
+        yield node(i, workload.zones)
+
+
+def bound_pods(workload: Workload) -> Iterator[Obj]:
+    """Memory mode: pods already on nodes, spread evenly (30 a node at 150k/5k)."""
+    for i in range(workload.bound_pods):
+        yield pod("default", pod_name("bound", i), INIT_NAMESPACE, node_name(i % workload.nodes))
+
+
+def preloaded_objects(workload: Workload) -> list[Obj]:
+    """What an emulator can hold before the run starts (no scheduling involved)."""
+    return [*namespaces(), priority_class(), *nodes(workload), *bound_pods(workload)]
+
+
+def churn_service(i: int) -> Obj:
+    """``config/churn/service-default.yaml``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"churn-svc-{i}", "namespace": CHURN_NAMESPACE},
+        "spec": {
+            "selector": {"app": "churn"},
+            "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}],
+        },
+    }
