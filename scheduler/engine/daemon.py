@@ -144,15 +144,25 @@ class Daemon:
         self._abrupt = False
         self._scheduler_task: asyncio.Task[None] | None = None
 
+        # Created before the profiles: plugin constructors may ask for their stores.
+        self.node_informer = Informer(
+            client,
+            "/api/v1/nodes",
+            on_add=self._node_added,
+            on_update=self._node_updated,
+            on_delete=self._node_deleted,
+        )
+        self.pod_informer = Informer(
+            client,
+            "/api/v1/pods",
+            query={"fieldSelector": POD_FIELD_SELECTOR},
+            on_add=self._pod_added,
+            on_update=self._pod_updated,
+            on_delete=self._pod_deleted,
+        )
         self.profiles = build_profiles(
             config, catalog, self._make_handle, recorder_for=self.metrics.recorder
         )
-        # Informers for what enabled plugins declared in ``watches`` exist
-        # before start-up, so their stores are synced before the first pod.
-        for profile in self.profiles.values():
-            for plugin in profile.framework.plugins.values():
-                for group, version, plural in getattr(plugin, "watches", ()):
-                    self._store(group, version, plural)
         first = next(iter(self.profiles.values()))
         events: dict[str, list[Any]] = {}
         for profile in self.profiles.values():
@@ -177,21 +187,12 @@ class Daemon:
             seed=seed,
         )
         self.queue.on_change = self._update_pending_metrics
-        self.node_informer = Informer(
-            client,
-            "/api/v1/nodes",
-            on_add=self._node_added,
-            on_update=self._node_updated,
-            on_delete=self._node_deleted,
-        )
-        self.pod_informer = Informer(
-            client,
-            "/api/v1/pods",
-            query={"fieldSelector": POD_FIELD_SELECTOR},
-            on_add=self._pod_added,
-            on_update=self._pod_updated,
-            on_delete=self._pod_deleted,
-        )
+        # Informers for what enabled plugins declared in ``watches`` exist
+        # before start-up, so their stores are synced before the first pod.
+        for profile in self.profiles.values():
+            for instance in profile.framework.plugins.values():
+                for group, version, plural in getattr(instance, "watches", ()):
+                    self._store(group, version, plural)
         self.health: HealthServer | None = None
         if serve_health:
             self.health = HealthServer(
@@ -220,14 +221,18 @@ class Daemon:
 
     def _store(self, group: str, version: str, plural: str) -> ObjectStore:
         key = (group, version, plural)
+        if key == ("", "v1", "pods"):
+            return InformerStore(self.pod_informer)  # the daemon's own watch suffices
+        if key == ("", "v1", "nodes"):
+            return InformerStore(self.node_informer)
         informer = self._stores.get(key)
         if informer is None:
             informer = Informer(
                 self.client,
                 resource_path(group, version, plural),
-                on_add=lambda obj: self._custom_event(plural, obj),
-                on_update=lambda old, new: self._custom_event(plural, new),
-                on_delete=lambda obj: self._custom_event(plural, obj),
+                on_add=lambda obj: self._custom_event(plural, ActionType.ADD, None, obj),
+                on_update=lambda old, new: self._custom_event(plural, ActionType.UPDATE, old, new),
+                on_delete=lambda obj: self._custom_event(plural, ActionType.DELETE, obj, None),
             )
             self._stores[key] = informer
             if self._informers_started:
@@ -235,9 +240,17 @@ class Daemon:
                 self._start(informer.run(), f"informer {informer.path}")
         return InformerStore(informer)
 
-    def _custom_event(self, plural: str, obj: dict[str, Any]) -> None:
-        kind = str(obj.get("kind") or plural)
-        self.queue.move_on_event(ClusterEvent(kind, ActionType.ALL), None, obj)
+    def _custom_event(
+        self,
+        plural: str,
+        action: ActionType,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
+    ) -> None:
+        """A change of a plugin-watched resource, as the event its Kind names."""
+        obj = new if new is not None else old
+        kind = str((obj or {}).get("kind") or plural)
+        self.queue.move_on_event(ClusterEvent(kind, action), old, new)
 
     def _pre_enqueue(self, pod: PodInfo) -> Any:
         profile = self.profiles[pod.scheduler_name]

@@ -117,6 +117,10 @@ class SchedulingQueue:
         }
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
+        # Pods holding a nomination (won a preemption), by node: the
+        # scheduling cycle keeps their room free (see Algorithm's nominator).
+        self._nominated: dict[str, dict[str, PodInfo]] = {}
+        self._nominated_node: dict[str, str] = {}
         self._active: list[tuple[Any, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._tokens = itertools.count()
@@ -215,6 +219,7 @@ class SchedulingQueue:
             self.update(pod)
             return
         info = QueuedPodInfo(pod=pod, timestamp=self._clock())
+        self._set_nomination(pod.key, pod, pod.nominated_node_name)
         self._enqueue_checked(info)
 
     def _enqueue_checked(self, info: QueuedPodInfo) -> None:
@@ -234,6 +239,7 @@ class SchedulingQueue:
         info = entry.info
         changed = scheduling_relevant_change(info.pod.raw, pod.raw)
         info.pod = pod
+        self._set_nomination(pod.key, pod, pod.nominated_node_name)
         if entry.where in (GATED, UNSCHEDULABLE) and changed:
             # kube retries an updated unschedulable pod (its spec may now fit);
             # a gated one is re-checked by PreEnqueue. The timestamp stays: the
@@ -253,12 +259,38 @@ class SchedulingQueue:
         """The pod was deleted or got bound: forget it (stale heap items are skipped)."""
         entry = self._entries.pop(key, None)
         self._unschedulable_counts.pop(key, None)
+        self._set_nomination(key, None, "")
         if key in self._in_flight_since:
             self._leave_flight(key)
         if entry is not None:
             self._changed()
             return entry.info
         return None
+
+    # -- nominations ----------------------------------------------------------------
+
+    def _set_nomination(self, key: str, pod: PodInfo | None, node: str) -> None:
+        old = self._nominated_node.pop(key, None)
+        if old is not None:
+            pods = self._nominated[old]
+            pods.pop(key, None)
+            if not pods:
+                del self._nominated[old]
+        if pod is not None and node:
+            self._nominated_node[key] = node
+            self._nominated.setdefault(node, {})[key] = pod
+
+    def nominate(self, key: str, node: str) -> None:
+        """Record a nomination at once (the API patch confirms it later)."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._set_nomination(key, entry.info.pod, node)
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
+        """Node name -> pods nominated there (the Algorithm's nominator)."""
+        if not self._nominated:
+            return {}
+        return {node: list(pods.values()) for node, pods in self._nominated.items()}
 
     def drop(self, info: QueuedPodInfo) -> None:
         """Forget an in-flight pod if ``info`` is still its current entry (it is bound

@@ -101,7 +101,9 @@ class Scheduler:
         seed: int | None = None,
     ) -> None:
         self.profiles = dict(profiles)
-        self.algorithms = {name: Algorithm(p.framework, seed=seed) for name, p in profiles.items()}
+        self.algorithms = {
+            name: Algorithm(p.framework, seed=seed, nominator=queue) for name, p in profiles.items()
+        }
         self.cache = cache
         self.queue = queue
         self.io = io
@@ -270,6 +272,7 @@ class Scheduler:
         self._spawn(self._patch(pod, pod_scheduled_condition(reason, message)))
 
     def _nominate(self, pod: PodInfo, node: str) -> None:
+        self.queue.nominate(pod.key, node)
         self._spawn(self._patch(pod, {"status": {"nominatedNodeName": node}}))
 
     async def _patch(self, pod: PodInfo, patch: dict[str, Any]) -> None:

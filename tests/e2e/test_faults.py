@@ -44,11 +44,12 @@ async def test_repeatedly_dropped_watch_streams(
     dropped_at = [0, 0]
     for round_ in range(3):
         # Each drop hits the daemon's re-established pod and node watches.
-        await wait_until(
-            lambda: all(i.watches > n for i, n in zip(informers, dropped_at, strict=True)),
-            within=15,
-            message="both informers to watch again",
-        )
+        marks = list(dropped_at)
+
+        def rewatched(marks: list[int] = marks) -> bool:
+            return all(i.watches > n for i, n in zip(informers, marks, strict=True))
+
+        await wait_until(rewatched, within=15, message="both informers to watch again")
         await wait_until(lambda: open_watches(emulator) >= 2, message="open watches")
         names += await create_batch(cluster, f"r{round_}", 8)
         dropped_at = [i.watches for i in informers]
@@ -156,8 +157,10 @@ async def test_pod_bound_by_another_client_before_our_bind(
     for name in stolen:
         assert placed[name] == thief_targets[name]
         # At most our one bind attempt, answered 409; no retry storm.
+        # stolen-0's theft is hidden from the informer: our bind gets the 409. The
+        # others may be seen in time (no bind at all) or not (one 409); never more.
         ours = [s for s in cluster.binding_attempts(name) if s != 201]
-        assert ours == ([409] if name == "stolen-0" else [])
+        assert ours == [409] if name == "stolen-0" else ours in ([], [409])
         assert await cluster.events_for(name, "FailedScheduling") == []
         assert f"{cluster.namespace}/{name}" not in running.daemon.queue
     assert running.daemon.scheduler.scheduled == len(normal)

@@ -497,3 +497,22 @@ def test_on_change_reports_every_move(queue: SchedulingQueue) -> None:
     assert seen[-1][UNSCHEDULABLE] == 1
     queue.delete("default/a")
     assert seen[-1] == dict.fromkeys(seen[-1], 0)
+
+
+def test_nominations_follow_the_pod_and_end_when_it_leaves() -> None:
+    queue = make_queue(FakeClock())
+    nominated = raw_pod("winner", priority=100)
+    nominated["status"] = {"nominatedNodeName": "n1"}
+    queue.add(PodInfo.from_dict(nominated))
+    queue.add(pod("other"))
+    assert {n: [p.key for p in ps] for n, ps in queue.nominated_pods().items()} == {
+        "n1": ["default/winner"]
+    }
+    queue.nominate("default/other", "n2")  # recorded at once, before the API confirms
+    assert sorted(queue.nominated_pods()) == ["n1", "n2"]
+    cleared = copy.deepcopy(nominated)
+    cleared["status"] = {}
+    queue.update(PodInfo.from_dict(cleared))
+    assert sorted(queue.nominated_pods()) == ["n2"]
+    queue.delete("default/other")
+    assert queue.nominated_pods() == {}

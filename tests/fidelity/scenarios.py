@@ -193,7 +193,7 @@ class Scenario:
 def _resources() -> Scenario:
     return Scenario(
         "resources",
-        "cpu/memory/pod-count fit and LeastAllocated + BalancedAllocation scores",
+        "cpu/memory/pod-count fit, LeastAllocated + BalancedAllocation, scheduling gates",
         nodes=[
             node("res-1", cpu="2", memory="4Gi"),
             node("res-2", cpu="4", memory="8Gi"),
@@ -215,6 +215,9 @@ def _resources() -> Scenario:
             Step(pod("web-1", cpu="1", memory="1Gi")),
             Step(pod("web-2", cpu="1500m", memory="512Mi")),
             Step(pod("best-effort", cpu=None, memory=None)),
+            # Held by a scheduling gate first: neither scheduler may place it until
+            # the gate is removed.
+            Step(pod("gated", cpu="1500m", schedulingGates=[{"name": "example.com/quota"}])),
         ],
     )
 
@@ -289,21 +292,6 @@ def _extended_resources() -> Scenario:
     )
 
 
-def _node_selector() -> Scenario:
-    return Scenario(
-        "node-selector",
-        "nodeSelector on several labels",
-        nodes=[
-            node("sel-1", zone="a", labels={"disk": "ssd"}),
-            node("sel-2", zone="a", labels={"disk": "hdd"}),
-            node("sel-3", zone="b", labels={"disk": "ssd"}),
-            node("sel-4", zone="a", labels={"disk": "ssd", "gpu": "yes"}),
-            node("sel-5", zone="a"),
-        ],
-        steps=[Step(pod("db", cpu="500m", nodeSelector={"disk": "ssd", ZONE: "a"}))],
-    )
-
-
 def _node_affinity() -> Scenario:
     required = {
         "nodeSelectorTerms": [
@@ -318,18 +306,19 @@ def _node_affinity() -> Scenario:
     ]
     return Scenario(
         "node-affinity",
-        "required terms (In, Gt, Exists, DoesNotExist; ORed) and weighted preferences",
+        "nodeSelector; required terms (In, Gt, Exists, DoesNotExist; ORed); preferences",
         nodes=[
             node("aff-1", zone="a", labels={"gen": "4", "disk": "hdd"}),
-            node("aff-2", zone="a", labels={"gen": "5"}),
+            node("aff-2", zone="a", labels={"gen": "5", "disk": "ssd"}),
             node("aff-3", zone="b", labels={"gen": "5", "disk": "hdd"}),
-            node("aff-4", zone="b", labels={"gen": "3"}),
+            node("aff-4", zone="b", labels={"gen": "3", "disk": "ssd"}),
             node("aff-5", zone="c", labels={"gen": "9"}),
             node("aff-6", zone="c", labels={"special": "true"}),
             node("aff-7", zone="c", labels={"special": "true", "retired": "yes"}),
-            node("aff-8", zone="a", labels={"gen": "x"}),
+            node("aff-8", zone="a", labels={"gen": "x", "disk": "ssd", "gpu": "yes"}),
         ],
         steps=[
+            Step(pod("db", cpu="500m", nodeSelector={"disk": "ssd", ZONE: "a"})),
             Step(
                 pod(
                     "picky",
@@ -756,23 +745,6 @@ def _image_locality() -> Scenario:
     )
 
 
-def _scheduling_gates() -> Scenario:
-    return Scenario(
-        "scheduling-gates",
-        "a gated pod is not scheduled until its gates are removed",
-        nodes=[node(f"gate-{i}", cpu=str(i)) for i in range(1, 5)],
-        steps=[
-            Step(
-                pod(
-                    "gated",
-                    cpu="1500m",
-                    schedulingGates=[{"name": "example.com/quota"}],
-                )
-            )
-        ],
-    )
-
-
 def _fits_nowhere() -> Scenario:
     return Scenario(
         "fits-nowhere",
@@ -1078,7 +1050,6 @@ SCENARIOS: list[Scenario] = [
     _resources(),
     _init_sidecar_overhead(),
     _extended_resources(),
-    _node_selector(),
     _node_affinity(),
     _taints(),
     _host_ports(),
@@ -1091,7 +1062,6 @@ SCENARIOS: list[Scenario] = [
     _pod_anti_affinity(),
     _existing_anti_affinity(),
     _image_locality(),
-    _scheduling_gates(),
     _fits_nowhere(),
     _pod_level_resources(),
     _spread_edge_cases(),

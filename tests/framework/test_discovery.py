@@ -149,3 +149,25 @@ def test_unknown_plugin_lists_closest_installed_names(dist_sites, tmp_path: Path
     proc = run_cli([dist_sites["scheduler-plugin-zonegate"]], "config", "validate", str(path))
     assert proc.returncode == 1
     assert "ZoneGat" in proc.stderr and "ZoneGate" in proc.stderr
+
+
+def test_run_with_a_broken_enabled_plugin_exits_1_naming_it_without_traceback(
+    dist_sites, tmp_path: Path
+):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(config_enabling("OldApi")))
+    kubeconfig = tmp_path / "kubeconfig"  # never reached: start-up fails first
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    site = [dist_sites["scheduler-plugin-oldapi"]]
+    proc = run_cli(site, "run", "--config", str(config), "--kubeconfig", str(kubeconfig))
+    assert proc.returncode == 1
+    assert "OldApi" in proc.stderr and "scheduler-plugin-oldapi 0.2.0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    debug = run_cli(
+        site, "--debug", "run", "--config", str(config), "--kubeconfig", str(kubeconfig)
+    )
+    assert debug.returncode == 1 and "Traceback" in debug.stderr

@@ -82,7 +82,9 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-def histogram(text: str, name: str, match: Mapping[str, str] | None = None) -> list[tuple[float, float]]:
+def histogram(
+    text: str, name: str, match: Mapping[str, str] | None = None
+) -> list[tuple[float, float]]:
     """Cumulative ``(le, count)`` buckets of `name`, summed over series matching `match`."""
     buckets: dict[float, float] = {}
     for line in text.splitlines():
@@ -183,10 +185,11 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return str(value)
 
 
-def ratio(ours: float | None, kube: float | None, *, lower_is_better: bool = False) -> float | None:
+def ratio(ours: float | None, kube: float | None) -> float | None:
+    """ours / kube-scheduler (for throughput higher is better; for the rest, lower)."""
     if ours is None or kube is None or ours <= 0 or kube <= 0:
         return None
-    return kube / ours if lower_is_better else ours / kube
+    return ours / kube
 
 
 def _get(result: Mapping[str, Any] | None, *path: str) -> Any:
@@ -198,23 +201,23 @@ def _get(result: Mapping[str, Any] | None, *path: str) -> Any:
     return value
 
 
-# (label, path into a scheduler's result, digits, lower is better)
-ROWS: tuple[tuple[str, tuple[str, ...], int, bool], ...] = (
-    ("throughput avg (pods/s)", ("throughput", "avg"), 1, False),
-    ("throughput p50 (pods/s)", ("throughput", "p50"), 1, False),
-    ("throughput p90 (pods/s)", ("throughput", "p90"), 1, False),
-    ("throughput p99 (pods/s)", ("throughput", "p99"), 1, False),
-    ("overall (pods/s)", ("overall_pods_per_second",), 1, False),
-    ("create->bound p50 (ms)", ("latency_ms", "p50"), 0, True),
-    ("create->bound p99 (ms)", ("latency_ms", "p99"), 0, True),
-    ("attempt p50 (ms, /metrics)", ("attempt_ms", "p50_ms"), 2, True),
-    ("attempt p99 (ms, /metrics)", ("attempt_ms", "p99_ms"), 2, True),
-    ("algorithm p50 (ms, /metrics)", ("algorithm_ms", "p50_ms"), 2, True),
-    ("algorithm p99 (ms, /metrics)", ("algorithm_ms", "p99_ms"), 2, True),
-    ("CPU s, measured phase", ("process", "cpu_seconds_measured"), 1, True),
-    ("CPU s, whole run", ("process", "cpu_seconds"), 1, True),
-    ("RSS after sync (MiB)", ("process", "rss_after_sync_mib"), 0, True),
-    ("peak RSS (MiB)", ("process", "peak_rss_mib"), 0, True),
+# (label, path into a scheduler's result, digits)
+ROWS: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    ("throughput avg (pods/s)", ("throughput", "avg"), 1),
+    ("throughput p50 (pods/s)", ("throughput", "p50"), 1),
+    ("throughput p90 (pods/s)", ("throughput", "p90"), 1),
+    ("throughput p99 (pods/s)", ("throughput", "p99"), 1),
+    ("overall (pods/s)", ("overall_pods_per_second",), 1),
+    ("create->bound p50 (ms)", ("latency_ms", "p50"), 0),
+    ("create->bound p99 (ms)", ("latency_ms", "p99"), 0),
+    ("attempt p50 (ms, /metrics)", ("attempt_ms", "p50_ms"), 2),
+    ("attempt p99 (ms, /metrics)", ("attempt_ms", "p99_ms"), 2),
+    ("algorithm p50 (ms, /metrics)", ("algorithm_ms", "p50_ms"), 2),
+    ("algorithm p99 (ms, /metrics)", ("algorithm_ms", "p99_ms"), 2),
+    ("CPU s, measured phase", ("process", "cpu_seconds_measured"), 1),
+    ("CPU s, whole run", ("process", "cpu_seconds"), 1),
+    ("RSS after sync (MiB)", ("process", "rss_after_sync_mib"), 0),
+    ("peak RSS (MiB)", ("process", "peak_rss_mib"), 0),
 )
 
 
@@ -226,17 +229,15 @@ def render_workload(result: Mapping[str, Any]) -> str:
     cols = [SCHEDULER_LABELS[n] for n in names]
     both = len(names) == 2
     lines.append(
-        f"  {'':30}"
-        + "".join(f"{c:>16}" for c in cols)
-        + (f"{'ours/kube':>12}" if both else "")
+        f"  {'':30}" + "".join(f"{c:>16}" for c in cols) + (f"{'ours/kube':>12}" if both else "")
     )
-    for label, path, digits, lower in ROWS:
+    for label, path, digits in ROWS:
         values = [_get(schedulers.get(n), *path) for n in names]
         if all(v is None for v in values):
             continue
         row = f"  {label:30}" + "".join(f"{_fmt(v, digits):>16}" for v in values)
         if both:
-            r = ratio(values[0], values[1], lower_is_better=lower)
+            r = ratio(values[0], values[1])
             row += f"{_fmt(r, 2):>12}"
         lines.append(row)
     for n in names:

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -325,8 +325,8 @@ def scheduler_config(qps: float) -> dict[str, Any]:
     }
 
 
-async def _wait_ready(url: str, alive: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
+async def _wait_ready(url: str, alive: Callable[[], bool], limit: float, what: str) -> None:
+    deadline = time.monotonic() + limit
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if not alive():
@@ -336,7 +336,7 @@ async def _wait_ready(url: str, alive: Any, timeout: float, what: str) -> None:
                     if resp.status == 200:
                         return
             await asyncio.sleep(0.1)
-    raise RuntimeError(f"{what} was not ready within {timeout:.0f} s")
+    raise RuntimeError(f"{what} was not ready within {limit:.0f} s")
 
 
 @contextlib.contextmanager
@@ -468,9 +468,7 @@ async def _churn(api: Api) -> None:
                 await api.request("DELETE", path, ok=(200, 202, 404))
         objects = [
             workloads.node(0, name=f"churn-node-{i}"),
-            workloads.pod(
-                "high-priority-large-cpu", f"churn-pod-{i}", workloads.CHURN_NAMESPACE
-            ),
+            workloads.pod("high-priority-large-cpu", f"churn-pod-{i}", workloads.CHURN_NAMESPACE),
             workloads.churn_service(i),
         ]
         previous = []
@@ -629,9 +627,7 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
     profile_path: Path | None = None
     if kind == "ours" and options.profile:
         options.profile_dir.mkdir(parents=True, exist_ok=True)
-        profile_path = (
-            options.profile_dir / f"{workload.name}-{options.backend}.prof"
-        ).resolve()
+        profile_path = (options.profile_dir / f"{workload.name}-{options.backend}.prof").resolve()
     t0 = time.perf_counter()
     with backend(workload, workdir) as server:
 
@@ -816,7 +812,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir=args.workdir,
     )
     result = run(
-        args.workloads, args.scale, options, nodes=args.nodes, init_pods=args.init_pods, pods=args.pods
+        args.workloads,
+        args.scale,
+        options,
+        nodes=args.nodes,
+        init_pods=args.init_pods,
+        pods=args.pods,
     )
     text = json.dumps(result, indent=2)
     if args.json_file is not None:

@@ -331,9 +331,7 @@ def pod_name(phase: str, i: int) -> str:
 
 
 def namespaces() -> list[Obj]:
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES
-    ]
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in NAMESPACES]
 
 
 def priority_class() -> Obj:

@@ -1,0 +1,129 @@
+"""The perf harness end to end on a tiny workload: the report's shape, never its timings.
+
+Runs ``pluggable-scheduler bench perf`` on 20 nodes and 30 measured pods
+against the emulator (in its own process), with our daemon as a separate
+process; kube-scheduler joins only when its binary is already built (building
+it takes many minutes and is not this test's business).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from scheduler.bench.perf import report, runner, workloads
+from scheduler.cli.main import main as cli_main
+from scheduler.testing import controlplane
+
+
+def _kube_scheduler_built() -> bool:
+    override = os.environ.get(controlplane.BIN_DIR_ENV)
+    if override:
+        bin_dir = Path(override)
+    else:
+        kubernetes, etcd = controlplane.pinned_versions()
+        bin_dir = controlplane.cache_root() / f"{kubernetes}-{etcd}" / "bin"
+    return os.access(bin_dir / controlplane.KUBE_SCHEDULER_BINARY, os.X_OK)
+
+
+def test_tiny_workload_report_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schedulers = "ours,kube" if _kube_scheduler_built() else "ours"
+    out = tmp_path / "report.json"
+    code = cli_main(
+        [
+            "bench",
+            "perf",
+            "--workload",
+            "SchedulingBasic",
+            "--nodes",
+            "20",
+            "--init-pods",
+            "10",
+            "--pods",
+            "30",
+            "--schedulers",
+            schedulers,
+            "--timeout",
+            "60",
+            "--output",
+            "json",
+            "--json-file",
+            str(out),
+            "--workdir",
+            str(tmp_path / "work"),
+        ]
+    )
+    printed = json.loads(capsys.readouterr().out)
+    data = json.loads(out.read_text())
+    assert printed == data
+    assert code == 0, data
+    assert set(data) >= {"machine", "scale", "backend", "schedulers", "results"}
+    assert data["backend"] == "emulator"
+    assert {"nproc", "cpu_model", "memory_gib"} <= set(data["machine"])
+    [result] = data["results"]
+    assert result["workload"] == "SchedulingBasic"
+    assert result["params"]["nodes"] == 20
+    assert sorted(result["schedulers"]) == sorted(schedulers.split(","))
+    for outcome in result["schedulers"].values():
+        assert "error" not in outcome, outcome
+        assert outcome["expected"] == 30
+        assert outcome["scheduled"] == 30
+        assert outcome["incomplete"] is False
+        assert set(outcome["throughput"]) == {"avg", "p50", "p90", "p99"}
+        assert outcome["throughput"]["avg"] > 0
+        assert set(outcome["latency_ms"]) == {"avg", "p50", "p90", "p99"}
+        process = outcome["process"]
+        assert process["cpu_seconds"] > 0
+        assert process["peak_rss_mib"] > 0
+        assert outcome["algorithm_ms"]["count"] >= 30
+    text = report.render(data)
+    assert "SchedulingBasic" in text and "throughput avg" in text
+
+
+def test_throughput_samples_follow_scheduler_perf() -> None:
+    # 10 pods in second 1, 20 in second 2, 5 in the first half of second 3.
+    times = [1.5] * 10 + [2.5] * 20 + [3.1] * 4 + [3.5]
+    samples = report.throughput_samples(0.0, times)
+    assert samples == [10.0, 20.0, 10.0]  # leading empty second skipped; last scaled
+    summary = report.summarize(samples)
+    assert summary["p50"] == 10.0 and summary["p99"] == 20.0
+
+
+def test_histogram_quantile_interpolates_within_buckets() -> None:
+    text = "\n".join(
+        [
+            'x_bucket{le="0.001"} 50',
+            'x_bucket{le="0.002"} 100',
+            'x_bucket{le="+Inf"} 100',
+        ]
+    )
+    buckets = report.histogram(text, "x")
+    assert report.histogram_quantile(0.5, buckets) == pytest.approx(0.001)
+    assert report.histogram_quantile(0.75, buckets) == pytest.approx(0.0015)
+
+
+def test_workloads_match_scheduler_perf_sizes() -> None:
+    basic = workloads.build("SchedulingBasic")
+    assert basic.nodes == 5000
+    assert [p.count for p in basic.phases] == [1000, 10000]
+    assert workloads.build("PreemptionBasic").nodes == 500
+    memory = workloads.build("Memory")
+    assert (memory.nodes, memory.bound_pods) == (5000, 150000)
+    small = workloads.build("SchedulingBasic", "small")
+    assert small.nodes == 500
+    unschedulable = workloads.build("Unschedulable")
+    assert unschedulable.phases[0].wait is False
+
+
+def test_proc_sample_reads_this_process() -> None:
+    sample = runner.proc_sample(os.getpid())
+    assert sample is not None
+    assert sample.cpu_seconds > 0 and sample.peak_rss_mib >= sample.rss_mib > 0
+
+
+def test_bench_command_reports_a_missing_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "no-such-bench"]) == 1
+    assert "unknown benchmark" in capsys.readouterr().err
