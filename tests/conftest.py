@@ -1,9 +1,11 @@
 """Shared fixtures: the Kubernetes backend every API-facing test runs against.
 
-``--backend=emulator`` (default, or env SCHEDULER_TEST_BACKEND) serves the
-built-in emulator from a thread for the whole session; ``--backend=real``
-starts kube-apiserver + etcd. Tests get a kubernetes-asyncio ApiClient and a
-namespace of their own, so they never see each other's objects.
+By default (``--backend=both``) every test that uses ``kube_backend`` runs
+twice: against the built-in emulator, served from a thread for the whole
+session, and against a real kube-apiserver + etcd. ``--backend=emulator`` or
+``--backend=real`` (or env SCHEDULER_TEST_BACKEND) picks one. Where the two
+disagree, the real kube-apiserver is right. Tests get a kubernetes-asyncio
+ApiClient and a namespace of their own, so they never see each other's objects.
 """
 
 from __future__ import annotations
@@ -23,10 +25,18 @@ from scheduler.emulator import EmulatorServer
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backend",
-        choices=("emulator", "real"),
-        default=os.environ.get("SCHEDULER_TEST_BACKEND", "emulator"),
-        help="Kubernetes API backend for API tests: the built-in emulator or a real kube-apiserver",
+        choices=("both", "emulator", "real"),
+        default=os.environ.get("SCHEDULER_TEST_BACKEND", "both"),
+        help="Kubernetes API backend(s) for API tests: the built-in emulator, a real "
+        "kube-apiserver, or both (default)",
     )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kube_backend" in metafunc.fixturenames:
+        choice = metafunc.config.getoption("--backend")
+        kinds = ["emulator", "real"] if choice == "both" else [choice]
+        metafunc.parametrize("kube_backend", kinds, indirect=True, scope="session")
 
 
 @dataclass
@@ -40,7 +50,7 @@ class KubeBackend:
 def kube_backend(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KubeBackend]:
-    kind = request.config.getoption("--backend")
+    kind = request.param
     if kind == "real":
         from scheduler.testing.controlplane import start_control_plane
 

@@ -67,8 +67,15 @@ class ClusterEvent:
     label: str = ""
 
     def matches(self, other: ClusterEvent) -> bool:
-        """Whether this registered event covers the event ``other`` that happened."""
-        resource_ok = self.resource in (Resource.WILDCARD, other.resource)
+        """Whether this registered event covers the event ``other`` that happened.
+
+        A registration for ``Pod`` covers changes of unscheduled pods too, as
+        in kube-scheduler (e.g. a gang member arriving); ``UnscheduledPod``
+        covers only those.
+        """
+        resource_ok = self.resource in (Resource.WILDCARD, other.resource) or (
+            self.resource == Resource.POD and other.resource == Resource.UNSCHEDULED_POD
+        )
         return resource_ok and bool(self.action & other.action)
 
 

@@ -28,10 +28,17 @@ from scheduler.engine.events import (
     NODE_DELETE,
     POD_ADD,
     POD_DELETE,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_DELETE,
+    UNSCHEDULED_POD_UPDATE,
     assigned_pod_update_event,
     node_update_event,
 )
-from scheduler.engine.queue import LEFTOVER_FLUSH_INTERVAL, SchedulingQueue
+from scheduler.engine.queue import (
+    LEFTOVER_FLUSH_INTERVAL,
+    SchedulingQueue,
+    scheduling_relevant_change,
+)
 from scheduler.engine.scheduler import Scheduler, pod_scheduled_condition
 from scheduler.engine.validation import (
     check_parsed_requests,
@@ -344,6 +351,8 @@ class Daemon:
             self.queue.move_on_event(POD_ADD, None, raw)
         elif pod.scheduler_name in self.profiles and not pod.deleting:
             self.queue.add(pod)
+            # e.g. the last member of a gang arriving may unblock its siblings.
+            self.queue.move_on_event(UNSCHEDULED_POD_ADD, None, raw)
 
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         pod = self._parse(new)
@@ -361,16 +370,20 @@ class Daemon:
                 self.queue.delete(pod.key)
             else:
                 self.queue.update(pod)
+                if scheduling_relevant_change(old, new):
+                    self.queue.move_on_event(UNSCHEDULED_POD_UPDATE, old, new)
 
     def _pod_deleted(self, raw: dict[str, Any]) -> None:
         meta = raw.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-        self.queue.delete(key)
+        was_queued = self.queue.delete(key) is not None
         entry = self.waiting_pods.get(str(meta.get("uid") or key))
         if entry is not None:
             entry.reject("", "pod was deleted")
         if self.cache.table.has_pod(key) and self.cache.remove_pod(key):
             self.queue.move_on_event(POD_DELETE, raw, None)
+        elif was_queued:
+            self.queue.move_on_event(UNSCHEDULED_POD_DELETE, raw, None)
 
     # -- health and metrics -----------------------------------------------------------
 

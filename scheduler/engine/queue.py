@@ -117,6 +117,11 @@ class SchedulingQueue:
         }
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
+        # Keys of pods parked in the unschedulable pool (or gated): what a
+        # cluster event may move. Kept apart so events never scan active pods.
+        self._pool: set[str] = set()
+        self._counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, IN_FLIGHT: 0}
+        self._interest: dict[ClusterEvent, frozenset[str]] = {}
         # Pods holding a nomination (won a preemption), by node: the
         # scheduling cycle keeps their room free (see Algorithm's nominator).
         self._nominated: dict[str, dict[str, PodInfo]] = {}
@@ -155,10 +160,8 @@ class SchedulingQueue:
         return entry.where if entry else None
 
     def counts(self) -> dict[str, int]:
-        out = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, IN_FLIGHT: 0}
-        for entry in self._entries.values():
-            out[entry.where] += 1
-        return out
+        """Pods per sub-queue; kept up to date incrementally (read on every change)."""
+        return dict(self._counts)
 
     @property
     def in_flight_events(self) -> int:
@@ -187,7 +190,15 @@ class SchedulingQueue:
             self._leave_flight(key)
         token = next(self._tokens)
         now = self._clock()
+        previous = self._entries.get(key)
+        if previous is not None:
+            self._counts[previous.where] -= 1
+        self._counts[where] += 1
         self._entries[key] = _Entry(info, where, now, token)
+        if where in (UNSCHEDULABLE, GATED):
+            self._pool.add(key)
+        else:
+            self._pool.discard(key)
         if where == ACTIVE:
             heapq.heappush(self._active, (self._sort_key(info), token, key))
             self._ready.set()
@@ -258,6 +269,9 @@ class SchedulingQueue:
     def delete(self, key: str) -> QueuedPodInfo | None:
         """The pod was deleted or got bound: forget it (stale heap items are skipped)."""
         entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._counts[entry.where] -= 1
+        self._pool.discard(key)
         self._unschedulable_counts.pop(key, None)
         self._set_nomination(key, None, "")
         if key in self._in_flight_since:
@@ -313,6 +327,8 @@ class SchedulingQueue:
             _, token, key = heapq.heappop(self._active)
             if self._current(key, token, ACTIVE):
                 entry = self._entries[key]
+                self._counts[ACTIVE] -= 1
+                self._counts[IN_FLIGHT] += 1
                 entry.where = IN_FLIGHT
                 entry.info.attempts += 1
                 if entry.info.initial_attempt_timestamp is None:
@@ -413,8 +429,15 @@ class SchedulingQueue:
         if self._in_flight_since:
             self._in_flight_events.append(_InFlightEvent(self._event_seq, event, old, new))
         moved = 0
-        for entry in list(self._entries.values()):
-            if entry.where not in (UNSCHEDULABLE, GATED):
+        if not self._pool:
+            return 0
+        interested = self._interested(event)
+        for key in list(self._pool):
+            entry = self._entries[key]
+            plugins = entry.info.unschedulable_plugins | entry.info.pending_plugins
+            # Cheap screen before hints: only plugins registered for this event
+            # (or that registered nothing, meaning every event) can move the pod.
+            if plugins and plugins.isdisjoint(interested) and plugins <= self._events.keys():
                 continue
             if not self._may_help(entry.info, event, old, new):
                 continue
@@ -424,6 +447,18 @@ class SchedulingQueue:
             else:
                 self._requeue(entry.info)
         return moved
+
+    def _interested(self, event: ClusterEvent) -> frozenset[str]:
+        """Plugins with a registration matching ``event`` (cached per event)."""
+        found = self._interest.get(event)
+        if found is None:
+            found = frozenset(
+                plugin
+                for plugin, items in self._events.items()
+                if any(item.event.matches(event) for item in items)
+            )
+            self._interest[event] = found
+        return found
 
     def _may_help(self, info: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
         plugins = info.unschedulable_plugins | info.pending_plugins

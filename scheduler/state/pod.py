@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from scheduler.model.ports import HostPort, pod_host_ports
 from scheduler.model.quantity import QuantityError
 from scheduler.model.resources import pod_non_zero_requests, pod_requests
@@ -20,6 +22,40 @@ from scheduler.model.taints import Toleration
 
 class InvalidPodError(ValueError):
     """A pod whose spec cannot be scheduled as written; the message names it."""
+
+
+# Requests depend only on the spec's containers, init containers, pod-level
+# resources and overhead (status resources are not used for a PodInfo), and
+# pods made from one template share them: parsing quantities (exact
+# fractions) is most of the cost of a parse, so it is done once per distinct
+# spec. Bounded; cleared when full.
+_REQUESTS_CACHE: dict[bytes, tuple[dict[str, int], tuple[int, int]]] = {}
+_REQUESTS_CACHE_SIZE = 4096
+_REQUEST_FIELDS = ("containers", "initContainers", "resources", "overhead")
+
+
+def _requests_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
+    status = raw.get("status")
+    if status is not None and not isinstance(status, dict):
+        return None  # let the parser report it
+    try:
+        return orjson.dumps([spec.get(f) for f in _REQUEST_FIELDS])
+    except TypeError:
+        return None
+
+
+def _parse_requests(
+    raw: dict[str, Any], spec: dict[str, Any]
+) -> tuple[dict[str, int], tuple[int, int]]:
+    key = _requests_key(raw, spec)
+    cached = _REQUESTS_CACHE.get(key) if key is not None else None
+    if cached is None:
+        cached = (pod_requests(raw), pod_non_zero_requests(raw))
+        if key is not None:
+            if len(_REQUESTS_CACHE) >= _REQUESTS_CACHE_SIZE:
+                _REQUESTS_CACHE.clear()
+            _REQUESTS_CACHE[key] = cached
+    return dict(cached[0]), cached[1]
 
 
 @dataclass(slots=True, eq=False)
@@ -67,8 +103,7 @@ class PodInfo:
             raise InvalidPodError(f"pod {key}: spec is missing or not an object")
         status = raw.get("status") or {}
         try:
-            requests = pod_requests(raw)
-            non_zero = pod_non_zero_requests(raw)
+            requests, non_zero = _parse_requests(raw, spec)
             tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
             host_ports = pod_host_ports(raw)
         except (QuantityError, ValueError, TypeError, AttributeError) as err:

@@ -516,3 +516,22 @@ def test_nominations_follow_the_pod_and_end_when_it_leaves() -> None:
     assert sorted(queue.nominated_pods()) == ["n2"]
     queue.delete("default/other")
     assert queue.nominated_pods() == {}
+
+
+def test_a_pod_registration_covers_unscheduled_pod_events_and_counts_stay_exact() -> None:
+    clock = FakeClock()
+    gang = {"Gang": [ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.ADD))]}
+    queue = make_queue(clock, events=gang)
+    reject(queue, "member-1", "Gang")
+    reject(queue, "fitless", "NodeResourcesFit")  # unregistered plugin: moved by any event
+    assert queue.counts() == {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 2, GATED: 0, IN_FLIGHT: 0}
+    arrival = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD)
+    clock.advance(60)
+    assert queue.move_on_event(arrival, None, raw_pod("member-2")) == 2
+    assert queue.where("default/member-1") == ACTIVE
+    assert queue.counts()[ACTIVE] == 2 and queue.counts()[UNSCHEDULABLE] == 0
+    only_nodes = make_queue(
+        clock, events={"Fit": [ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD))]}
+    )
+    reject(only_nodes, "waiting-for-nodes", "Fit")
+    assert only_nodes.move_on_event(arrival, None, raw_pod("x")) == 0
