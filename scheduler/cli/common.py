@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.models import SchedulerConfiguration
@@ -40,3 +44,12 @@ def load_config_option(args: argparse.Namespace) -> SchedulerConfiguration:
 
 def setup_logging(args: argparse.Namespace) -> None:
     configure_logging(args.log_format, args.verbose)
+
+
+def print_result(output: str, as_json: Callable[[], Any], as_text: Callable[[], str]) -> None:
+    """Print a command's result as indented JSON (``--output json``) or as text."""
+    if output == "json":
+        json.dump(as_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(as_text())

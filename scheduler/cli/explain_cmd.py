@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import textwrap
 from pathlib import Path
 
-from scheduler.cli.common import add_config_option, load_config_option
+from scheduler.cli.common import add_config_option, load_config_option, print_result
 from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.errors import UserError
 from scheduler.framework.explain import TIE_NOTE, Explanation, NodeReport, explain, parse_pod_text
@@ -167,11 +165,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     result = explain(
         objects, pod, config, PluginCatalog.discover(), profile_name=args.profile, seed=args.seed
     )
-    if args.output == "json":
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(render_text(result))
+    print_result(args.output, result.to_json, lambda: render_text(result))
     return 0
 
 

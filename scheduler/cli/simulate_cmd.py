@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 
-from scheduler.cli.common import add_config_option, load_config_option
+from scheduler.cli.common import add_config_option, load_config_option, print_result
 from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.engine.simulation import SimulationResult, print_progress, simulate
 from scheduler.framework.loader import PluginCatalog
@@ -40,11 +39,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
-    if args.output == "json":
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(render_text(result))
+    print_result(args.output, result.to_json, lambda: render_text(result))
     return 0
 
 

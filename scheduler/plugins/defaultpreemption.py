@@ -67,11 +67,8 @@ from scheduler.api import (
 )
 from scheduler.model.selectors import LabelSelector, SelectorError
 from scheduler.plugins._helpers import PluginArgs, coerce_args
-from scheduler.state.nodetable import CPU as CPU_COLUMN
-from scheduler.state.nodetable import MEMORY as MEMORY_COLUMN
 
 NAME = "DefaultPreemption"
-FIT_PLUGIN = "NodeResourcesFit"
 PDB_RESOURCE = ("policy", "v1", "poddisruptionbudgets")
 
 MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -366,23 +363,9 @@ class DefaultPreemption(Plugin):
         if len(rows):
             budgets = self.disruption_budgets()
             offset, num_candidates = self.get_offset_and_num_candidates(len(rows))
-            # Nodes where the pod cannot fit even without any lower-priority pod
-            # never yield a candidate: look for candidates among the others
-            # first, in the same order. Only when none is found are all nodes
-            # evaluated one by one, for their exact statuses and errors (which
-            # matter only then).
-            hopeless = self.hopeless_rows(pod, rows)
-            if hopeless.any():
-                ordered = np.roll(rows, -offset)
-                hopeful = ordered[~np.roll(hopeless, -offset)]
-                if len(hopeful):
-                    candidates, statuses, errors = self.dry_run_preemption(
-                        state, pod, hopeful, budgets, 0, num_candidates, now_ns
-                    )
-            if not candidates:
-                candidates, statuses, errors = self.dry_run_preemption(
-                    state, pod, rows, budgets, offset, num_candidates, now_ns
-                )
+            candidates, statuses, errors = self.dry_run_preemption(
+                state, pod, rows, budgets, offset, num_candidates, now_ns
+            )
         if errors and not candidates:
             return None, _aggregate(errors)
         if not candidates:
@@ -447,40 +430,6 @@ class DefaultPreemption(Plugin):
         rows = np.unique(diagnosis.resolvable_rows()).astype(np.int64)
         rows = rows[rows < table.size]
         return rows[table.alive[rows]]
-
-    def hopeless_rows(self, pod: PodInfo, rows: IntArray) -> npt.NDArray[np.bool_]:
-        """Rows (aligned with ``rows``) where NodeResourcesFit rejects the pod's cpu or
-        memory even with every lower-priority pod gone: no victim set can help there.
-
-        Only claimed when NodeResourcesFit is one of the profile's Filter plugins;
-        otherwise nothing is hopeless.
-        """
-        none = np.zeros(len(rows), dtype=np.bool_)
-        framework = getattr(self.handle, "framework", None)
-        calls = getattr(framework, "filter_calls", None)
-        if calls is None or not any(c.plugin == FIT_PLUGIN for c in calls):
-            return none
-        cpu = pod.requests.get("cpu", 0)
-        memory = pod.requests.get("memory", 0)
-        if cpu <= 0 and memory <= 0:
-            return none
-        table = self.handle.table
-        freed = np.zeros((len(rows), 2), dtype=np.int64)
-        for i, row in enumerate(rows.tolist()):
-            for other in table.pods[row].values():
-                if other.priority < pod.priority:
-                    freed[i, 0] += other.requests.get("cpu", 0)
-                    freed[i, 1] += other.requests.get("memory", 0)
-        hopeless = none
-        for amount, col, j in ((cpu, CPU_COLUMN, 0), (memory, MEMORY_COLUMN, 1)):
-            if amount > 0:
-                free = (
-                    table.allocatable[:, col].take(rows)
-                    - table.requested[:, col].take(rows)
-                    + freed[:, j]
-                )
-                hopeless = hopeless | (amount > free)
-        return hopeless
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """A random start in the potential nodes and how many candidates to look for."""
