@@ -34,6 +34,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from scheduler.bench.objects import bench_node
+
 NAMESPACE = "bench"
 SCHEDULER_NAME = "pluggable-scheduler"
 
@@ -42,27 +44,7 @@ def cluster_objects(nodes: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     ]
-    for i in range(nodes):
-        name = f"node-{i:04d}"
-        resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {
-                        "kubernetes.io/hostname": name,
-                        "topology.kubernetes.io/zone": f"zone-{i % 3}",
-                    },
-                },
-                "status": {
-                    "capacity": resources,
-                    "allocatable": resources,
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
+    objects += [bench_node(f"node-{i:04d}", i, cpu="32", memory="128Gi") for i in range(nodes)]
     return objects
 
 

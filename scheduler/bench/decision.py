@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.bench.objects import HOSTNAME, bench_node
 from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
 from scheduler.framework.cycle import Algorithm
@@ -48,25 +49,13 @@ from scheduler.observability.logging import QUIET, configure_logging
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
 PAUSE = "registry.k8s.io/pause:3.10"
 WARMUP = 20
 
 
 def node_object(i: int) -> dict[str, Any]:
-    name = f"node-{i}"
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {HOSTNAME: name, ZONE: f"zone{i % 3 + 1}"}},
-        "status": {
-            "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
-            "allocatable": {"pods": "110", "cpu": "4", "memory": "32Gi"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "phase": "Running",
-        },
-    }
+    """scheduler_perf's node template: 4 cpu, 32Gi, 110 pods."""
+    return bench_node(f"node-{i}", i, cpu="4", memory="32Gi")
 
 
 def _container() -> dict[str, Any]:

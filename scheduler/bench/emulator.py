@@ -26,30 +26,13 @@ from typing import Any
 import aiohttp
 import orjson
 
+from scheduler.bench.objects import bench_node
+
 
 def make_cluster(nodes: int, pods: int) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = []
-    resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
-    for i in range(nodes):
-        name = f"node-{i:05d}"
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {
-                        "kubernetes.io/hostname": name,
-                        "topology.kubernetes.io/zone": f"zone-{i % 3}",
-                    },
-                },
-                "status": {
-                    "capacity": resources,
-                    "allocatable": resources,
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-        )
+    objects: list[dict[str, Any]] = [
+        bench_node(f"node-{i:05d}", i, cpu="32", memory="128Gi") for i in range(nodes)
+    ]
     for i in range(pods):
         objects.append(
             {

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.emulator.admission import SYSTEM_NAMES
 from scheduler.emulator.errors import ApiError
 from scheduler.emulator.store import Store
 from scheduler.errors import UserError
@@ -98,11 +99,12 @@ def load_objects(store: Store, objects: list[Obj]) -> int:
             if ("", namespace) not in store.collection(ns_type).objects:
                 store.create(ns_type, {"metadata": {"name": namespace}})
         try:
+            # What every cluster has from the start (kube-system, the system priority
+            # classes) is in a snapshot too: keep the emulator's own.
             if (
-                rt.kind == "Namespace"
-                and not rt.group
-                and ("", meta.get("name", "")) in store.collection(rt).objects
-            ):
+                (rt.kind == "Namespace" and not rt.group)
+                or (rt.group == "scheduling.k8s.io" and meta.get("name") in SYSTEM_NAMES)
+            ) and ("", meta.get("name", "")) in store.collection(rt).objects:
                 continue
             store.create(rt, body, preserve=True)
         except ApiError as exc:

@@ -33,6 +33,13 @@ class FaultRule:
     delete); ``resource`` a plural optionally with subresource
     (``pods/binding``); ``path`` a regular expression searched in the URL path.
     ``count`` limits how many requests the rule affects (None: until cleared).
+    ``skip`` lets the first that many matching requests through untouched
+    (counted in ``skipped``, not in ``hits`` or against ``count``).
+    ``after`` (failing rules only) applies the request first and then answers
+    with the error: the write is committed but the client never learns it
+    ("the answer was lost"). Watches are never failed ``after``.
+
+    Several rules may match one request: see :meth:`Faults.check`.
     """
 
     status: int | None = None
@@ -43,15 +50,25 @@ class FaultRule:
     count: int | None = 1
     retry_after: int | None = None
     message: str | None = None
+    skip: int = 0
+    after: bool = False
     hits: int = 0
+    skipped: int = 0
     _pattern: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def exhausted(self) -> bool:
+        return self.count is not None and self.hits >= self.count
+
     def matches(self, verb: str, resource: str, path: str) -> bool:
-        if self.count is not None and self.hits >= self.count:
+        """Whether the request is in scope and the rule has budget left."""
+        if self.exhausted:
             return False
         if self.verb is not None and self.verb != verb:
             return False
         if self.resource is not None and self.resource != resource:
+            return False
+        if self.after and verb == "watch":
             return False
         if self.path is not None:
             if self._pattern is None:
@@ -79,6 +96,17 @@ class FaultRule:
         return data
 
 
+@dataclass
+class Decision:
+    """What fault injection does to one request."""
+
+    delay: float = 0.0
+    # Answer with this instead of handling the request ...
+    error: ApiError | None = None
+    # ... or handle it, then answer with this instead of the real response.
+    error_after: ApiError | None = None
+
+
 class Faults:
     def __init__(self) -> None:
         self.rules: list[FaultRule] = []
@@ -98,7 +126,10 @@ class Faults:
         count: int | None = 1,
         retry_after: int | None = None,
         message: str | None = None,
+        skip: int = 0,
+        after: bool = False,
     ) -> FaultRule:
+        """Fail matching requests with ``status`` (see :class:`FaultRule`)."""
         rule = FaultRule(
             status=status,
             verb=verb,
@@ -107,6 +138,8 @@ class Faults:
             count=count,
             retry_after=retry_after,
             message=message,
+            skip=skip,
+            after=after,
         )
         self.rules.append(rule)
         return rule
@@ -119,8 +152,11 @@ class Faults:
         resource: str | None = None,
         path: str | None = None,
         count: int | None = None,
+        skip: int = 0,
     ) -> FaultRule:
-        rule = FaultRule(delay=seconds, verb=verb, resource=resource, path=path, count=count)
+        rule = FaultRule(
+            delay=seconds, verb=verb, resource=resource, path=path, count=count, skip=skip
+        )
         self.rules.append(rule)
         return rule
 
@@ -136,19 +172,41 @@ class Faults:
         self.rules.clear()
         self.latency = 0.0
 
-    def check(self, verb: str, resource: str, path: str) -> tuple[float, ApiError | None]:
-        """Delay and error for one request; counts the hit on each matching rule."""
-        delay = self.latency
-        error: ApiError | None = None
+    def check(self, verb: str, resource: str, path: str) -> Decision:
+        """Decide what happens to one request.
+
+        Rules are considered in the order they were added; a rule takes part
+        if it matches the request and has budget left (``count``).
+
+        - A rule still skipping (``skip``) lets the request pass it: it counts
+          in ``skipped`` and the next rules are considered.
+        - Every delay-only rule that takes part adds its delay and counts a hit.
+        - Of the failing rules (``status`` set), only the first that takes part
+          applies: it counts a hit and its delay and error are used. Failing
+          rules after it are untouched (no hit, budget kept), so two rules
+          for the same requests fail them one after the other, not together.
+        """
+        decision = Decision(self.latency)
         if not self.rules:
-            return delay, None
+            return decision
+        failed = False
         for rule in self.rules:
-            if rule.matches(verb, resource, path):
-                rule.hits += 1
-                delay += rule.delay
-                if error is None:
-                    error = rule.error()
-        return delay, error
+            if not rule.matches(verb, resource, path):
+                continue
+            if rule.status is not None and failed:
+                continue
+            if rule.skipped < rule.skip:
+                rule.skipped += 1
+                continue
+            rule.hits += 1
+            decision.delay += rule.delay
+            if rule.status is not None:
+                failed = True
+                if rule.after:
+                    decision.error_after = rule.error()
+                else:
+                    decision.error = rule.error()
+        return decision
 
     def to_json(self) -> dict[str, Any]:
         return {"latency": self.latency, "rules": [r.to_json() for r in self.rules]}
@@ -163,12 +221,17 @@ class Faults:
                 count=command.get("count", 1),
                 retry_after=command.get("retryAfter"),
                 message=command.get("message"),
+                skip=int(command.get("skip", 0)),
+                after=bool(command.get("after", False)),
                 **scope,
             )
             return rule.to_json()
         if action == "delay":
             return self.delay(
-                float(command["seconds"]), count=command.get("count"), **scope
+                float(command["seconds"]),
+                count=command.get("count"),
+                skip=int(command.get("skip", 0)),
+                **scope,
             ).to_json()
         if action == "latency":
             self.latency = float(command["seconds"])

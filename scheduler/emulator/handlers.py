@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from scheduler.emulator import errors
+from scheduler.emulator import errors, schema
 from scheduler.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
 from scheduler.emulator.patch import (
     PatchError,
@@ -135,12 +135,12 @@ class ResourceHandlers:
                 raise errors.bad_request(
                     "the object provided is unrecognized (must be of type Binding)"
                 )
-            self.store.bind(ns, rp.name, body)
+            self.store.bind(ns, rp.name, schema.check(rt, body, kind="Binding"))
             return json_response(_SUCCESS_201, 201)
         if rp.name or rp.subresource:
             raise errors.method_not_allowed()
         body = await self._object_body(request, rt)
-        entry = self.store.create_entry(rt, body, namespace=rp.namespace)
+        entry = self.store.create_entry(rt, body, namespace=rp.namespace, admit=True)
         return json_response(entry.encoded(rt.codec), 201)
 
     async def patch(

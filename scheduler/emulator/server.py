@@ -239,15 +239,18 @@ class EmulatorServer:
                 namespace, name = parsed.namespace or "", parsed.name
             else:
                 verb = "get"
-            delay, fault = self.faults.check(verb, resource, path)
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if fault is not None:
-                raise fault
+            decision = self.faults.check(verb, resource, path)
+            if decision.delay > 0:
+                await asyncio.sleep(decision.delay)
+            if decision.error is not None:
+                raise decision.error
             if isinstance(parsed, ResourcePath):
                 response = await self._handlers.handle(request, parsed, verb)
             else:
                 response = self._non_resource(request, path, parsed)
+            if decision.error_after is not None:
+                # Applied, but the client gets an error: "committed, answer lost".
+                raise decision.error_after
         except errors.ApiError as exc:
             response = web.Response(
                 body=exc.body(),

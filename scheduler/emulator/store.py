@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from scheduler.emulator import errors, strategy
+from scheduler.emulator import admission, errors, schema, strategy
 from scheduler.emulator.builtin import builtin_types
 from scheduler.emulator.resources import Obj, Registry, ResourceType
 from scheduler.emulator.selectors import FieldSelector, LabelSelector
@@ -89,6 +89,9 @@ class Store:
         self.after_commit: dict[str, Callable[[ResourceType, Change], None]] = {}
         for name in SYSTEM_NAMESPACES:
             self.create(self.type("", "v1", "namespaces"), {"metadata": {"name": name}})
+        # kube-apiserver creates these at start-up (and refuses to delete them).
+        for pc in admission.SYSTEM_PRIORITY_CLASSES:
+            self.create(self.type("scheduling.k8s.io", "v1", "priorityclasses"), pc)
 
     # -- lookup -----------------------------------------------------------------
 
@@ -186,16 +189,27 @@ class Store:
         *,
         namespace: str | None = None,
         preserve: bool = False,
+        admit: bool = False,
     ) -> Obj:
         """Create ``body`` (served form).
 
-        ``preserve`` keeps status, uid and timestamps, for cluster files.
+        ``preserve`` keeps status, uid and timestamps, for cluster files. ``admit``
+        runs the apiserver's admission (API requests; not snapshots of admitted state).
         """
-        return self._served(rt, self.create_entry(rt, body, namespace=namespace, preserve=preserve))
+        return self._served(
+            rt, self.create_entry(rt, body, namespace=namespace, preserve=preserve, admit=admit)
+        )
 
     def create_entry(
-        self, rt: ResourceType, body: Obj, *, namespace: str | None = None, preserve: bool = False
+        self,
+        rt: ResourceType,
+        body: Obj,
+        *,
+        namespace: str | None = None,
+        preserve: bool = False,
+        admit: bool = False,
     ) -> Entry:
+        body = schema.check(rt, body)
         obj = rt.codec.from_served(body) if rt.codec else dict(body)
         self._check_type(rt, obj)
         meta = obj.get("metadata")
@@ -240,6 +254,10 @@ class Store:
         if not preserve or not meta.get("creationTimestamp"):
             meta["creationTimestamp"] = _now()
         meta["generation"] = 1 if not preserve else meta.get("generation", 1)
+        if admit:
+            admission.admit_create(self, rt, obj)
+        if rt.group == "events.k8s.io" and rt.kind == "Event":
+            strategy.validate_served_event(rt, body, meta["name"] if meta.get("name") else "")
         strategy.prepare_for_create(rt, obj, keep_status=preserve)
         key = (meta.get("namespace", ""), meta["name"])
         if key in coll.objects:
@@ -277,6 +295,7 @@ class Store:
         self, rt: ResourceType, namespace: str, name: str, body: Obj, *, subresource: str = ""
     ) -> tuple[Entry, bool]:
         ns = namespace if rt.namespaced else ""
+        body = schema.check(rt, body)
         new = rt.codec.from_served(body) if rt.codec else dict(body)
         meta = new.get("metadata")
         if not isinstance(meta, dict):
@@ -356,6 +375,7 @@ class Store:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            admission.admit_update(self, rt, old, new)
             strategy.check_update(rt, old, new)
             if rt.kind == "Namespace" and not rt.group:
                 new.setdefault("metadata", {}).setdefault("labels", {})[
@@ -363,6 +383,7 @@ class Store:
                 ] = name
             if strategy.spec_changed(old, new):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        strategy.validate_update(rt, old, new, subresource)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == old:
             return current
@@ -390,6 +411,7 @@ class Store:
         new = change(served)
         if not isinstance(new, dict):
             raise errors.ApiError(422, "Invalid", "patched object must be a JSON object")
+        new = schema.check_patched(rt, new)
         new = rt.codec.from_served(new) if rt.codec else new
         meta = new.get("metadata")
         if not isinstance(meta, dict):
@@ -417,6 +439,7 @@ class Store:
         self, rt: ResourceType, namespace: str, name: str, options: Obj
     ) -> tuple[Entry, bool]:
         current = self.entry(rt, namespace, name)
+        admission.check_delete(rt, name)
         obj = current.obj
         meta = obj["metadata"]
         pre = options.get("preconditions") or {}

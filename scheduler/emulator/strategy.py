@@ -8,9 +8,10 @@ scheduler under test must see them here exactly as on a real cluster.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import errors
+from scheduler.emulator import errors, quantity, validation
 from scheduler.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -53,56 +54,63 @@ DEFAULT_TOLERATIONS = [
 ]
 
 
-def validate_name(rt: ResourceType, obj: Obj) -> None:
+def name_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
+    """``metadata.name`` (and ``generateName``) as ValidateObjectMeta checks them."""
     meta = obj["metadata"]
     name = meta.get("name") or ""
     if not name:
-        raise errors.invalid(
-            rt.group,
-            rt.kind,
-            "",
-            [
-                (
-                    "metadata.name",
-                    "FieldValueRequired",
-                    "Required value: name or generateName is required",
-                )
-            ],
-        )
+        return [
+            (
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            )
+        ]
     dns_label = rt.kind == "Namespace"
     pattern, msg, limit = (
         (_DNS_LABEL, _LABEL_MSG, 63) if dns_label else (_DNS_SUBDOMAIN, _SUBDOMAIN_MSG, 253)
     )
+    causes: list[validation.Cause] = []
+    if rt.kind != "Event" and meta.get("generateName"):
+        prefix = str(meta["generateName"])
+        masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+        if not pattern.match(masked):
+            causes.append(
+                ("metadata.generateName", "FieldValueInvalid", f'Invalid value: "{prefix}": {msg}')
+            )
     if len(name) > limit:
         why = f"must be no more than {limit} characters"
-        raise errors.invalid(
-            rt.group,
-            rt.kind,
-            name,
-            [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {why}')],
-        )
+        return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {why}')]
     if rt.kind != "Event" and not pattern.match(name):
-        raise errors.invalid(
-            rt.group,
-            rt.kind,
-            name,
-            [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {msg}')],
-        )
+        causes.append(("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {msg}'))
+    return causes
+
+
+def validate_name(rt: ResourceType, obj: Obj) -> None:
+    causes = name_causes(rt, obj)
+    if causes:
+        raise errors.invalid(rt.group, rt.kind, obj["metadata"].get("name") or "", causes)
 
 
 def _qos_class(spec: Obj) -> str:
     requests_any = limits_any = False
     guaranteed = True
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        if not isinstance(container, dict):
+            continue
         resources = container.get("resources") or {}
         requests = {
-            k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")
+            k: _amount(v)
+            for k, v in (resources.get("requests") or {}).items()
+            if k in ("cpu", "memory")
         }
         limits = {
-            k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")
+            k: _amount(v)
+            for k, v in (resources.get("limits") or {}).items()
+            if k in ("cpu", "memory")
         }
-        requests_any = requests_any or bool(requests)
-        limits_any = limits_any or bool(limits)
+        requests_any = requests_any or any(requests.values())
+        limits_any = limits_any or any(limits.values())
         if set(limits) != {"cpu", "memory"}:
             guaranteed = False
         for key, value in requests.items():
@@ -111,6 +119,13 @@ def _qos_class(spec: Obj) -> str:
     if not requests_any and not limits_any:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _amount(value: Any) -> Fraction:
+    try:
+        return quantity.from_json(value).value
+    except quantity.QuantityError:
+        return Fraction(0)
 
 
 def _default_pod(obj: Obj) -> None:
@@ -126,7 +141,9 @@ def _default_pod(obj: Obj) -> None:
     tolerations = list(spec.get("tolerations") or [])
     for default in DEFAULT_TOLERATIONS:
         if not any(
-            t.get("key") == default["key"] and t.get("effect") in (None, "", "NoExecute")
+            isinstance(t, dict)
+            and t.get("key") == default["key"]
+            and t.get("effect") in (None, "", "NoExecute")
             for t in tolerations
         ):
             tolerations.append(dict(default))
@@ -142,43 +159,54 @@ def _default_pod(obj: Obj) -> None:
                 container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
 
 
-def _validate_pod(rt: ResourceType, obj: Obj) -> None:
-    spec = obj.get("spec")
-    name = obj["metadata"]["name"]
-    causes: list[tuple[str, str, str]] = []
-    containers = spec.get("containers") if isinstance(spec, dict) else None
-    if not isinstance(containers, list) or not containers:
-        causes.append(("spec.containers", "FieldValueRequired", "Required value"))
-    else:
-        for i, container in enumerate(containers):
-            if not isinstance(container, dict):
-                causes.append(
-                    (
-                        f"spec.containers[{i}]",
-                        "FieldValueInvalid",
-                        "Invalid value: must be an object",
-                    )
-                )
-                continue
-            cname = container.get("name") or ""
-            if not cname:
-                causes.append(
-                    (f"spec.containers[{i}].name", "FieldValueRequired", "Required value")
-                )
-            elif not _DNS_LABEL.match(cname):
-                causes.append(
-                    (
-                        f"spec.containers[{i}].name",
-                        "FieldValueInvalid",
-                        f'Invalid value: "{cname}": {_LABEL_MSG}',
-                    )
-                )
-            if not container.get("image"):
-                causes.append(
-                    (f"spec.containers[{i}].image", "FieldValueRequired", "Required value")
-                )
+def _default_node(obj: Obj) -> None:
+    """SetDefaults_NodeStatus: allocatable defaults to capacity; the non-optional
+    structs of NodeStatus are always present."""
+    status = obj.setdefault("status", {})
+    if not isinstance(status, dict):
+        return
+    if status.get("allocatable") is None and status.get("capacity") is not None:
+        status["allocatable"] = dict(status["capacity"])
+    status.setdefault("daemonEndpoints", {"kubeletEndpoint": {"Port": 0}})
+    status.setdefault(
+        "nodeInfo",
+        {
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+            "kernelVersion": "",
+            "osImage": "",
+            "containerRuntimeVersion": "",
+            "kubeletVersion": "",
+            "kubeProxyVersion": "",
+            "operatingSystem": "",
+            "architecture": "",
+        },
+    )
+
+
+def _kind_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
+    kind = rt.kind if not rt.group else f"{rt.group}/{rt.kind}"
+    if kind == "Pod":
+        spec = obj.get("spec")
+        return validation.pod_spec(spec if isinstance(spec, dict) else {})
+    if kind == "Node":
+        return validation.node(obj)
+    if kind == "scheduling.k8s.io/PriorityClass":
+        return validation.priority_class(obj)
+    if kind == "policy/PodDisruptionBudget":
+        return validation.pod_disruption_budget(obj)
+    if kind == "coordination.k8s.io/Lease":
+        return validation.lease(obj)
+    if kind == "Event":
+        return validation.core_event(obj)
+    return []
+
+
+def _raise(rt: ResourceType, name: str, causes: list[validation.Cause]) -> None:
     if causes:
-        raise errors.invalid(rt.group, rt.kind, name, causes)
+        kind = rt.kind if not rt.group or rt.custom else f"{rt.kind}.{rt.group}"
+        raise errors.invalid(rt.group, kind, name, causes)
 
 
 def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None:
@@ -191,22 +219,59 @@ def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None
         status = obj.setdefault("status", {})
         status.setdefault("phase", "Pending")
         status.setdefault("qosClass", _qos_class(obj["spec"]))
-        validate_name(rt, obj)
-        _validate_pod(rt, obj)
+    elif kind == "Node":
+        _default_node(obj)
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")
         name = obj["metadata"].get("name")
         if name:
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
-        validate_name(rt, obj)
-    elif rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
+    elif rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif rt.group == "policy" and rt.kind == "PodDisruptionBudget" and not keep_status:
+        obj["status"] = {
+            "disruptionsAllowed": 0,
+            "currentHealthy": 0,
+            "desiredHealthy": 0,
+            "expectedPods": 0,
+        }
+    causes = name_causes(rt, obj)
+    causes += validation.object_meta(obj["metadata"])
+    causes += _kind_causes(rt, obj)
+    _raise(rt, obj["metadata"].get("name") or "", causes)
+    if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         from scheduler.emulator.crds import validate_crd
 
-        validate_name(rt, obj)
         validate_crd(obj)
-    else:
-        validate_name(rt, obj)
+
+
+def validate_served_event(rt: ResourceType, body: Obj, name: str) -> None:
+    """events.k8s.io/v1 requirements, checked on the served form before conversion."""
+    causes = validation.events_v1_event(body)
+    if causes:
+        raise errors.invalid(rt.group, rt.kind, name, causes)
+
+
+def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> None:
+    """What ValidateXUpdate / ValidateXStatusUpdate check besides immutability."""
+    kind = rt.kind if not rt.group else f"{rt.group}/{rt.kind}"
+    causes = validation.object_meta(new["metadata"])
+    if kind == "Pod":
+        if subresource == "status":
+            causes += validation.pod_status(new.get("status"))
+        else:
+            spec = new.get("spec")
+            causes += validation.pod_spec(spec if isinstance(spec, dict) else {})
+    elif kind == "Node":
+        causes += validation.node(new)
+    elif kind == "scheduling.k8s.io/PriorityClass":
+        causes += validation.priority_class_update(old, new)
+    elif kind == "policy/PodDisruptionBudget" and subresource != "status":
+        causes += validation.pod_disruption_budget(new)
+    elif kind == "coordination.k8s.io/Lease":
+        causes += validation.lease(new)
+    _raise(rt, old["metadata"]["name"], causes)
 
 
 def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:

@@ -894,6 +894,10 @@ class KubeSchedulerProcess:
         """Requests the API server answered with an error (needs ``verbosity >= 6``)."""
         return _failed_requests(self.log_path)
 
+    def stop(self) -> None:
+        """Stop kube-scheduler now (the ``with`` block also stops it on exit)."""
+        self._process.stop()
+
 
 #: Log lines caused by polling kube-scheduler's /readyz, hidden from failure reports.
 _KUBE_SCHEDULER_PROBE_NOISE: Final = re.compile(
@@ -930,9 +934,6 @@ def _explain_kube_scheduler(log_path: Path) -> str:
     requests = "".join(f"\n  {line}" for line in failed) or " none (or --v below 6)"
     tail = _tail(log_path, 40, _KUBE_SCHEDULER_PROBE_NOISE)
     return f"requests answered with an error:{requests}\nlast lines of {log_path}:\n{tail}"
-
-    def stop(self) -> None:
-        self._process.stop()
 
 
 def kube_scheduler_configuration(

@@ -143,7 +143,7 @@ if pytest_asyncio is not None:
 
 else:  # pragma: no cover - exercised only without pytest-asyncio
 
-    @pytest.fixture
+    @pytest.fixture  # type: ignore[unreachable]  # only without pytest-asyncio
     def emulated_cluster() -> None:
         pytest.fail(NEEDS_ASYNCIO)
 

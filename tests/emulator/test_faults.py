@@ -132,3 +132,85 @@ async def test_request_log(
         r["path"] == f"/api/v1/namespaces/{namespace}/pods" and r["verb"] == "create"
         for r in records
     )
+
+
+async def test_first_matching_failing_rule_wins_others_untouched(
+    api_client: client.ApiClient, namespace: str, emulator: EmulatorServer
+) -> None:
+    first = emulator.faults.fail(503, verb="list", resource="pods", count=1)
+    second = emulator.faults.fail(429, verb="list", resource="pods", count=1)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    status, _, _ = await raw(api_client, "GET", path)
+    assert status == 503
+    assert (first.hits, second.hits) == (1, 0), "the second rule keeps its budget"
+    status, _, _ = await raw(api_client, "GET", path)
+    assert status == 429
+    assert (first.hits, second.hits) == (1, 1)
+    status, _, _ = await raw(api_client, "GET", path)
+    assert status == 200
+
+
+async def test_delay_rules_stack_with_the_failing_rule(
+    api_client: client.ApiClient, namespace: str, emulator: EmulatorServer
+) -> None:
+    slow = emulator.faults.delay(0.2, verb="get", resource="namespaces", count=1)
+    failing = emulator.faults.fail(500, verb="get", resource="namespaces", count=1)
+    started = time.monotonic()
+    status, _, _ = await raw(api_client, "GET", f"/api/v1/namespaces/{namespace}")
+    assert status == 500 and time.monotonic() - started >= 0.2
+    assert (slow.hits, failing.hits) == (1, 1)
+
+
+async def test_skip_lets_the_first_matches_through(
+    api_client: client.ApiClient, namespace: str, emulator: EmulatorServer
+) -> None:
+    rule = emulator.faults.fail(500, verb="create", resource="pods", skip=2, count=1)
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("a"))
+    await core.create_namespaced_pod(namespace, pod("b"))
+    with pytest.raises(client.ApiException) as exc:
+        await core.create_namespaced_pod(namespace, pod("c"))
+    assert exc.value.status == 500
+    assert (rule.skipped, rule.hits) == (2, 1)
+    await core.create_namespaced_pod(namespace, pod("c"))
+    # Over HTTP too.
+    status, created, _ = await raw(
+        api_client,
+        "POST",
+        "/_emulator/faults",
+        body={"action": "fail", "verb": "get", "resource": "pods", "skip": 1},
+    )
+    assert status == 200 and created["skip"] == 1
+    await core.read_namespaced_pod("a", namespace)
+    with pytest.raises(client.ApiException):
+        await core.read_namespaced_pod("a", namespace)
+
+
+async def test_after_commits_then_fails_the_answer(
+    api_client: client.ApiClient, namespace: str, emulator: EmulatorServer
+) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("p"))
+    rule = emulator.faults.fail(500, verb="create", resource="pods/binding", after=True)
+    body = {"metadata": {"name": "p"}, "target": {"name": "n1"}}
+    with pytest.raises(client.ApiException) as exc:
+        await core.create_namespaced_pod_binding("p", namespace, body)
+    assert exc.value.status == 500 and rule.hits == 1
+    bound = await core.read_namespaced_pod("p", namespace)
+    assert bound.spec.node_name == "n1", "the binding was committed although the answer failed"
+    # A retry sees the committed state.
+    with pytest.raises(client.ApiException) as exc:
+        await core.create_namespaced_pod_binding("p", namespace, body)
+    assert exc.value.status == 409
+    status, created, _ = await raw(
+        api_client,
+        "POST",
+        "/_emulator/faults",
+        body={"action": "fail", "verb": "delete", "resource": "pods", "after": True},
+    )
+    assert status == 200 and created["after"] is True
+    with pytest.raises(client.ApiException):
+        await core.delete_namespaced_pod("p", namespace, grace_period_seconds=0)
+    with pytest.raises(client.ApiException) as exc:
+        await core.read_namespaced_pod("p", namespace)
+    assert exc.value.status == 404

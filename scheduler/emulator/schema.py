@@ -1,0 +1,494 @@
+"""Decoding request bodies into the apiserver's Go types, as far as clients can tell.
+
+kube-apiserver unmarshals a body into typed structs before anything else, so
+a wrongly typed field (``containers: "x"``, a number as a label value) is a
+400 BadRequest naming the Go struct field, and a bad quantity string is a 400
+with the quantity parser's message. This module walks the fields the
+emulator's clients use with the same outcome and wording, and normalizes what
+decoding normalizes: quantities in canonical form, ``null`` map values as
+empty strings. Fields it does not describe are passed through unchecked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.emulator import errors, quantity
+from scheduler.emulator.resources import ResourceType
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Type:
+    """A Go type: ``kind`` is scalar/struct/list/map/quantity/intorstr/any."""
+
+    kind: str
+    go: str = ""
+    elem: Type | None = None
+    fields: dict[str, Type] = field(default_factory=dict)
+    # Quantities in ResourceLists are rounded up to milli precision
+    # (SetDefaults_ResourceList).
+    round_milli: bool = False
+
+    @property
+    def struct_name(self) -> str:
+        return self.go.rsplit(".", 1)[-1]
+
+
+ANY = Type("any")
+STR = Type("scalar", "string")
+BOOL = Type("scalar", "bool")
+INT32 = Type("scalar", "int32")
+INT64 = Type("scalar", "int64")
+QUANTITY = Type("quantity", "resource.Quantity")
+INT_OR_STR = Type("intorstr", "intstr.IntOrString")
+STRINGS = Type("list", "[]string", STR)
+STRING_MAP = Type("map", "map[string]string", STR)
+RESOURCE_LIST = Type(
+    "map", "v1.ResourceList", Type("quantity", "resource.Quantity", round_milli=True)
+)
+
+
+def struct(go: str, **fields: Type) -> Type:
+    return Type("struct", go, fields=fields)
+
+
+def list_of(elem: Type) -> Type:
+    return Type("list", "[]" + elem.go, elem)
+
+
+OBJECT_META = struct(
+    "v1.ObjectMeta",
+    name=STR,
+    generateName=STR,
+    namespace=STR,
+    uid=STR,
+    resourceVersion=STR,
+    generation=INT64,
+    deletionGracePeriodSeconds=INT64,
+    labels=STRING_MAP,
+    annotations=STRING_MAP,
+    finalizers=STRINGS,
+    ownerReferences=list_of(
+        struct(
+            "v1.OwnerReference",
+            apiVersion=STR,
+            kind=STR,
+            name=STR,
+            uid=STR,
+            controller=BOOL,
+            blockOwnerDeletion=BOOL,
+        )
+    ),
+)
+OBJECT_REFERENCE = struct(
+    "v1.ObjectReference",
+    kind=STR,
+    namespace=STR,
+    name=STR,
+    uid=STR,
+    apiVersion=STR,
+    resourceVersion=STR,
+    fieldPath=STR,
+)
+LABEL_SELECTOR = struct(
+    "v1.LabelSelector",
+    matchLabels=STRING_MAP,
+    matchExpressions=list_of(
+        struct("v1.LabelSelectorRequirement", key=STR, operator=STR, values=STRINGS)
+    ),
+)
+_NODE_SELECTOR_TERM = struct(
+    "v1.NodeSelectorTerm",
+    matchExpressions=list_of(
+        struct("v1.NodeSelectorRequirement", key=STR, operator=STR, values=STRINGS)
+    ),
+    matchFields=list_of(
+        struct("v1.NodeSelectorRequirement", key=STR, operator=STR, values=STRINGS)
+    ),
+)
+_POD_AFFINITY_TERM = struct(
+    "v1.PodAffinityTerm",
+    labelSelector=LABEL_SELECTOR,
+    namespaces=STRINGS,
+    topologyKey=STR,
+    namespaceSelector=LABEL_SELECTOR,
+    matchLabelKeys=STRINGS,
+    mismatchLabelKeys=STRINGS,
+)
+_WEIGHTED_POD_AFFINITY_TERM = struct(
+    "v1.WeightedPodAffinityTerm", weight=INT32, podAffinityTerm=_POD_AFFINITY_TERM
+)
+AFFINITY = struct(
+    "v1.Affinity",
+    nodeAffinity=struct(
+        "v1.NodeAffinity",
+        requiredDuringSchedulingIgnoredDuringExecution=struct(
+            "v1.NodeSelector", nodeSelectorTerms=list_of(_NODE_SELECTOR_TERM)
+        ),
+        preferredDuringSchedulingIgnoredDuringExecution=list_of(
+            struct("v1.PreferredSchedulingTerm", weight=INT32, preference=_NODE_SELECTOR_TERM)
+        ),
+    ),
+    podAffinity=struct(
+        "v1.PodAffinity",
+        requiredDuringSchedulingIgnoredDuringExecution=list_of(_POD_AFFINITY_TERM),
+        preferredDuringSchedulingIgnoredDuringExecution=list_of(_WEIGHTED_POD_AFFINITY_TERM),
+    ),
+    podAntiAffinity=struct(
+        "v1.PodAntiAffinity",
+        requiredDuringSchedulingIgnoredDuringExecution=list_of(_POD_AFFINITY_TERM),
+        preferredDuringSchedulingIgnoredDuringExecution=list_of(_WEIGHTED_POD_AFFINITY_TERM),
+    ),
+)
+RESOURCES = struct("v1.ResourceRequirements", limits=RESOURCE_LIST, requests=RESOURCE_LIST)
+CONTAINER = struct(
+    "v1.Container",
+    name=STR,
+    image=STR,
+    command=STRINGS,
+    args=STRINGS,
+    workingDir=STR,
+    ports=list_of(
+        struct(
+            "v1.ContainerPort",
+            name=STR,
+            hostPort=INT32,
+            containerPort=INT32,
+            protocol=STR,
+            hostIP=STR,
+        )
+    ),
+    resources=RESOURCES,
+    imagePullPolicy=STR,
+    terminationMessagePath=STR,
+    terminationMessagePolicy=STR,
+    stdin=BOOL,
+    tty=BOOL,
+)
+TOLERATION = struct(
+    "v1.Toleration", key=STR, operator=STR, value=STR, effect=STR, tolerationSeconds=INT64
+)
+POD_SPEC = struct(
+    "v1.PodSpec",
+    initContainers=list_of(CONTAINER),
+    containers=list_of(CONTAINER),
+    restartPolicy=STR,
+    terminationGracePeriodSeconds=INT64,
+    activeDeadlineSeconds=INT64,
+    dnsPolicy=STR,
+    nodeSelector=STRING_MAP,
+    serviceAccountName=STR,
+    serviceAccount=STR,
+    automountServiceAccountToken=BOOL,
+    nodeName=STR,
+    hostNetwork=BOOL,
+    hostPID=BOOL,
+    hostIPC=BOOL,
+    shareProcessNamespace=BOOL,
+    hostname=STR,
+    subdomain=STR,
+    affinity=AFFINITY,
+    schedulerName=STR,
+    tolerations=list_of(TOLERATION),
+    priorityClassName=STR,
+    priority=INT32,
+    runtimeClassName=STR,
+    enableServiceLinks=BOOL,
+    preemptionPolicy=STR,
+    overhead=RESOURCE_LIST,
+    topologySpreadConstraints=list_of(
+        struct(
+            "v1.TopologySpreadConstraint",
+            maxSkew=INT32,
+            topologyKey=STR,
+            whenUnsatisfiable=STR,
+            labelSelector=LABEL_SELECTOR,
+            minDomains=INT32,
+            nodeAffinityPolicy=STR,
+            nodeTaintsPolicy=STR,
+            matchLabelKeys=STRINGS,
+        )
+    ),
+    setHostnameAsFQDN=BOOL,
+    hostUsers=BOOL,
+    schedulingGates=list_of(struct("v1.PodSchedulingGate", name=STR)),
+    resources=RESOURCES,
+)
+_CONDITION_FIELDS = {"type": STR, "status": STR, "reason": STR, "message": STR}
+POD = struct(
+    "v1.Pod",
+    metadata=OBJECT_META,
+    spec=POD_SPEC,
+    status=struct(
+        "v1.PodStatus",
+        phase=STR,
+        conditions=list_of(Type("struct", "v1.PodCondition", fields=_CONDITION_FIELDS)),
+        message=STR,
+        reason=STR,
+        nominatedNodeName=STR,
+        hostIP=STR,
+        podIP=STR,
+        qosClass=STR,
+    ),
+)
+NODE = struct(
+    "v1.Node",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.NodeSpec",
+        podCIDR=STR,
+        podCIDRs=STRINGS,
+        providerID=STR,
+        unschedulable=BOOL,
+        taints=list_of(struct("v1.Taint", key=STR, value=STR, effect=STR)),
+    ),
+    status=struct(
+        "v1.NodeStatus",
+        capacity=RESOURCE_LIST,
+        allocatable=RESOURCE_LIST,
+        phase=STR,
+        conditions=list_of(Type("struct", "v1.NodeCondition", fields=_CONDITION_FIELDS)),
+        addresses=list_of(struct("v1.NodeAddress", type=STR, address=STR)),
+    ),
+)
+NAMESPACE = struct(
+    "v1.Namespace",
+    metadata=OBJECT_META,
+    spec=struct("v1.NamespaceSpec", finalizers=STRINGS),
+    status=struct("v1.NamespaceStatus", phase=STR),
+)
+BINDING = struct("v1.Binding", metadata=OBJECT_META, target=OBJECT_REFERENCE)
+CORE_EVENT = struct(
+    "v1.Event",
+    metadata=OBJECT_META,
+    involvedObject=OBJECT_REFERENCE,
+    reason=STR,
+    message=STR,
+    count=INT32,
+    type=STR,
+    action=STR,
+    reportingComponent=STR,
+    reportingInstance=STR,
+    related=OBJECT_REFERENCE,
+)
+EVENTS_V1_EVENT = struct(
+    "v1.Event",
+    metadata=OBJECT_META,
+    reportingController=STR,
+    reportingInstance=STR,
+    action=STR,
+    reason=STR,
+    regarding=OBJECT_REFERENCE,
+    related=OBJECT_REFERENCE,
+    note=STR,
+    type=STR,
+    deprecatedCount=INT32,
+)
+LEASE = struct(
+    "v1.Lease",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.LeaseSpec",
+        holderIdentity=STR,
+        leaseDurationSeconds=INT32,
+        leaseTransitions=INT32,
+        strategy=STR,
+        preferredHolder=STR,
+    ),
+)
+PDB = struct(
+    "v1.PodDisruptionBudget",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.PodDisruptionBudgetSpec",
+        minAvailable=INT_OR_STR,
+        maxUnavailable=INT_OR_STR,
+        selector=LABEL_SELECTOR,
+        unhealthyPodEvictionPolicy=STR,
+    ),
+    status=struct(
+        "v1.PodDisruptionBudgetStatus",
+        observedGeneration=INT64,
+        currentHealthy=INT32,
+        desiredHealthy=INT32,
+        disruptionsAllowed=INT32,
+        expectedPods=INT32,
+    ),
+)
+PRIORITY_CLASS = struct(
+    "v1.PriorityClass",
+    metadata=OBJECT_META,
+    value=INT32,
+    globalDefault=BOOL,
+    description=STR,
+    preemptionPolicy=STR,
+)
+GENERIC = struct("v1.Object", metadata=OBJECT_META)
+
+_SCHEMAS: dict[tuple[str, str], Type] = {
+    ("", "Pod"): POD,
+    ("", "Node"): NODE,
+    ("", "Namespace"): NAMESPACE,
+    ("", "Binding"): BINDING,
+    ("", "Event"): CORE_EVENT,
+    ("events.k8s.io", "Event"): EVENTS_V1_EVENT,
+    ("coordination.k8s.io", "Lease"): LEASE,
+    ("policy", "PodDisruptionBudget"): PDB,
+    ("scheduling.k8s.io", "PriorityClass"): PRIORITY_CLASS,
+}
+
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+class _Failure(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _number_text(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else repr(value)
+
+
+class _Decoder:
+    """encoding/json semantics: the first type error is reported after the whole
+    document is read; an error from a custom unmarshaler (Quantity) aborts at once."""
+
+    def __init__(self) -> None:
+        self.first: str | None = None
+
+    def mismatch(self, value: Any, owner: str, path: str, go: str, number: bool = False) -> None:
+        if self.first is None:
+            what = _describe(value)
+            if number and what == "number":
+                what = f"number {_number_text(value)}"
+            self.first = (
+                f"json: cannot unmarshal {what} into Go struct field {owner}.{path} of type {go}"
+            )
+
+    def value(self, typ: Type, value: Any, owner: str, path: str) -> Any:
+        """Checked and normalized ``value``; ``owner.path`` names the field for errors."""
+        if value is None or typ.kind == "any":
+            if typ.kind == "quantity" and value is None:
+                return "0"
+            return value
+        kind = typ.kind
+        if kind == "scalar":
+            return self.scalar(typ, value, owner, path)
+        if kind == "quantity":
+            try:
+                parsed = quantity.from_json(value)
+            except quantity.QuantityError as exc:
+                raise _Failure(str(exc)) from exc
+            return str(parsed.round_up_milli() if typ.round_milli else parsed)
+        if kind == "intorstr":
+            if not isinstance(value, str):
+                self.scalar(INT32, value, owner, path)
+            return value
+        if kind == "struct":
+            if not isinstance(value, dict):
+                self.mismatch(value, owner, path, typ.go)
+                return value
+            out = dict(value)
+            for key, item in value.items():
+                sub = typ.fields.get(key)
+                if sub is None:
+                    continue
+                out[key] = self.value(sub, item, typ.struct_name, f"{path}.{key}" if path else key)
+            return out
+        assert typ.elem is not None
+        if kind == "list":
+            if not isinstance(value, list):
+                self.mismatch(value, owner, path, typ.go)
+                return value
+            return [
+                self.value(typ.elem, item, owner, path) if item is not None else item
+                for item in value
+            ]
+        if not isinstance(value, dict):
+            self.mismatch(value, owner, path, typ.go)
+            return value
+        out = {}
+        for key, item in value.items():
+            if item is None and typ.elem.kind == "scalar" and typ.elem.go == "string":
+                out[key] = ""
+            else:
+                out[key] = self.value(typ.elem, item, owner, path)
+        return out
+
+    def scalar(self, typ: Type, value: Any, owner: str, path: str) -> Any:
+        go = typ.go
+        if go == "string":
+            if not isinstance(value, str):
+                self.mismatch(value, owner, path, go)
+        elif go == "bool":
+            if not isinstance(value, bool):
+                self.mismatch(value, owner, path, go)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.mismatch(value, owner, path, go)
+        else:
+            low, high = _INT_RANGES[go]
+            if isinstance(value, float) or not low <= value <= high:
+                self.mismatch(value, owner, path, go, number=True)
+        return value
+
+
+def decode_error(kind: str, message: str) -> errors.ApiError:
+    return errors.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {message}')
+
+
+def decode(kind_group: tuple[str, str], body: Obj) -> Obj:
+    """``body`` as the apiserver decodes it, or an error message (see :func:`check`)."""
+    typ = _SCHEMAS.get(kind_group, GENERIC)
+    decoder = _Decoder()
+    out = decoder.value(typ, body, typ.struct_name, "")
+    if decoder.first is not None:
+        raise _Failure(decoder.first)
+    result: Obj = out
+    return result
+
+
+def check(rt: ResourceType, body: Obj, *, kind: str = "") -> Obj:
+    """Decode a create/update body: a type error is 400 BadRequest like the apiserver's."""
+    kind = kind or rt.kind
+    try:
+        return decode((rt.group, kind), body)
+    except _Failure as exc:
+        raise decode_error(kind, exc.message) from exc
+
+
+def check_patched(rt: ResourceType, body: Obj) -> Obj:
+    """Decode a patched object: kube-apiserver answers 422 on the field ``patch``."""
+    try:
+        return decode((rt.group, rt.kind), body)
+    except _Failure as exc:
+        import orjson
+
+        shown = orjson.dumps(body).decode()
+        raise errors.invalid(
+            "",
+            "",
+            "",
+            [("patch", "FieldValueInvalid", f"Invalid value: {_quote(shown)}: {exc.message}")],
+        ) from exc
+
+
+def _quote(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
