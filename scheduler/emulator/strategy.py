@@ -220,6 +220,8 @@ def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None
         status.setdefault("phase", "Pending")
         status.setdefault("qosClass", _qos_class(obj["spec"]))
     elif kind == "Node":
+        if not isinstance(obj.get("spec"), dict):
+            obj["spec"] = {}
         _default_node(obj)
     elif kind == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])

@@ -46,6 +46,10 @@ LABEL_MSG = (
     "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
     "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 )
+PERCENT_MSG = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
 TOTAL_ANNOTATION_SIZE = 256 * 1024
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_USER_PRIORITY = 1_000_000_000
@@ -170,7 +174,7 @@ def qualified_name_errors(value: str) -> list[str]:
         out.append("name part must be non-empty")
     elif len(name) > 63:
         out.append("name part must be no more than 63 bytes")
-    if name and not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.match(name):
         out.append(f"name part {QUALIFIED_NAME_MSG}")
     return out
 
@@ -571,13 +575,7 @@ def _int_or_percent(value: Any, path: str) -> list[Cause]:
     if isinstance(value, str):
         match = re.fullmatch(r"([0-9]+)%", value)
         if match is None:
-            return [
-                invalid(
-                    path,
-                    value,
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                )
-            ]
+            return [invalid(path, value, PERCENT_MSG)]
         if int(match.group(1)) > 100:
             return [invalid(path, value, "must not be greater than 100%")]
     return []

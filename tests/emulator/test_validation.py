@@ -673,3 +673,160 @@ async def test_wrongly_typed_nodes_are_400(
     status, answer = await create_node(api_client, node(f"{namespace}-t", **parts))
     assert status == 400
     assert answer["message"] == f'Node in version "v1" cannot be handled as a Node: {message}'
+
+
+# -- the other kinds a scheduler writes or reads ----------------------------------
+
+
+async def test_pod_disruption_budgets(api_client: client.ApiClient, namespace: str) -> None:
+    base = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+
+    def pdb(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    status, answer, _ = await raw(api_client, "POST", base, body=pdb("ok", {"minAvailable": 1}))
+    assert status == 201
+    assert answer["status"] == {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    }
+    status, answer, _ = await raw(
+        api_client, "POST", base, body=pdb("d1", {"minAvailable": 1, "maxUnavailable": 1})
+    )
+    assert status == 422 and answer["message"] == (
+        'PodDisruptionBudget.policy "d1" is invalid: spec: Invalid value: '
+        '{"MinAvailable":1,"Selector":null,"MaxUnavailable":1,'
+        '"UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set'
+    )
+    for spec, expected in (
+        (
+            {"minAvailable": -1},
+            ("spec.minAvailable", "Invalid value: -1: must be greater than or equal to 0"),
+        ),
+        (
+            {"minAvailable": "150%"},
+            ("spec.minAvailable", 'Invalid value: "150%": must not be greater than 100%'),
+        ),
+        (
+            {"selector": {"matchExpressions": [{"key": "a", "operator": "Foo"}]}},
+            (
+                "spec.selector.matchExpressions[0].operator",
+                'Invalid value: "Foo": not a valid selector operator',
+            ),
+        ),
+    ):
+        status, answer, _ = await raw(api_client, "POST", base, body=pdb("bad", spec))
+        assert status == 422
+        assert [(c["field"], c["message"]) for c in answer["details"]["causes"]] == [expected]
+    status, answer, _ = await raw(api_client, "POST", base, body=pdb("d4", {"minAvailable": True}))
+    assert status == 400 and answer["message"] == (
+        'PodDisruptionBudget in version "v1" cannot be handled as a PodDisruptionBudget: '
+        "json: cannot unmarshal bool into Go struct field "
+        "PodDisruptionBudgetSpec.spec.minAvailable of type int32"
+    )
+
+
+async def test_leases(api_client: client.ApiClient, namespace: str) -> None:
+    base = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+
+    def lease(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    status, answer, _ = await raw(
+        api_client, "POST", base, body=lease("l1", {"leaseDurationSeconds": "5"})
+    )
+    assert status == 400 and answer["message"] == (
+        'Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal string '
+        "into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"
+    )
+    status, answer, _ = await raw(
+        api_client, "POST", base, body=lease("l2", {"leaseDurationSeconds": 0})
+    )
+    assert status == 422 and answer["message"] == (
+        'Lease.coordination.k8s.io "l2" is invalid: spec.leaseDurationSeconds: '
+        "Invalid value: 0: must be greater than 0"
+    )
+
+
+async def test_events(api_client: client.ApiClient, namespace: str) -> None:
+    core_event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "elsewhere"},
+        "reason": "R",
+        "message": "m",
+        "type": "Normal",
+    }
+    status, answer, _ = await raw(
+        api_client, "POST", f"/api/v1/namespaces/{namespace}/events", body=core_event
+    )
+    assert status == 422 and answer["message"] == (
+        'Event "e1" is invalid: involvedObject.namespace: Invalid value: "elsewhere": '
+        "does not match event.namespace"
+    )
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e2"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "reason": "R",
+        "note": "m",
+        "type": "Normal",
+        "action": "A",
+        "reportingController": "example.com/sched",
+        "reportingInstance": "i",
+        "eventTime": "2024-01-01T00:00:00.000000Z",
+    }
+    base = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+    no_time = {k: v for k, v in event.items() if k != "eventTime"}
+    status, answer, _ = await raw(api_client, "POST", base, body=no_time)
+    assert status == 422 and answer["message"] == 'Event "e2" is invalid: eventTime: Required value'
+    no_controller = {k: v for k, v in event.items() if k != "reportingController"}
+    status, answer, _ = await raw(api_client, "POST", base, body=no_controller)
+    assert status == 422
+    assert [(c["field"], c["reason"]) for c in answer["details"]["causes"]] == [
+        ("reportingController", "FieldValueRequired"),
+        ("reportingController", "FieldValueInvalid"),
+        ("reportingController", "FieldValueInvalid"),
+    ]
+    status, _, _ = await raw(api_client, "POST", base, body=event)
+    assert status == 201
+
+
+async def test_pod_condition_type_is_required(api_client: client.ApiClient, namespace: str) -> None:
+    status, _ = await create(api_client, namespace, pod("pc"))
+    assert status == 201
+    status, answer, _ = await raw(
+        api_client,
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/pc/status",
+        body={"status": {"conditions": [{"status": "True"}]}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 422
+    assert {c["field"] for c in answer["details"]["causes"]} == {"status.conditions[0].Type"}
+
+
+async def test_node_without_spec_or_status_gets_defaults(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"{namespace}-bare"}}
+    status, answer = await create_node(api_client, body)
+    assert status == 201
+    assert answer["spec"] == {}
+    assert answer["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+    assert answer["status"]["nodeInfo"]["kubeletVersion"] == ""
+    assert "capacity" not in answer["status"] and "allocatable" not in answer["status"]

@@ -12,14 +12,17 @@ estimated within buckets as Prometheus' ``histogram_quantile`` does.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
 import re
 import statistics
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SCHEDULER_LABELS = {"ours": "ours", "kube": "kube-scheduler"}
 
@@ -140,25 +143,18 @@ def histogram_summary(
 # -- machine ---------------------------------------------------------------------------------
 
 
+def _proc_field(path: str, prefix: str, parse: Callable[[str], T], default: T) -> T:
+    """The first line of a /proc file starting with ``prefix``, parsed (default if absent)."""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(prefix):
+                return parse(line)
+    return default
+
+
 def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem_total_kib = 0
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_total_kib = int(line.split()[1])
-                    break
-    except OSError:
-        pass
+    model = _proc_field("/proc/cpuinfo", "model name", lambda v: v.split(":", 1)[1].strip(), "")
+    mem_total_kib = _proc_field("/proc/meminfo", "MemTotal:", lambda v: int(v.split()[1]), 0)
     try:
         nproc = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip())
     except (OSError, ValueError):

@@ -260,9 +260,7 @@ def pod(template: str, name: str, namespace: str, node: str | None = None) -> Ob
     labels: dict[str, str] = {}
     spec: Obj = {"schedulerName": SCHEDULER_NAME}
     cpu = "100m"
-    if template == "default":
-        pass
-    elif template == "anti-affinity":  # pod-with-pod-anti-affinity.yaml
+    if template == "anti-affinity":  # pod-with-pod-anti-affinity.yaml
         labels = {"color": "green", "name": "test"}
         spec["affinity"] = {
             "podAntiAffinity": {
@@ -315,7 +313,7 @@ def pod(template: str, name: str, namespace: str, node: str | None = None) -> Ob
         cpu = "3000m" if template == "high-priority" else "9"
         spec["priority"] = HIGH_PRIORITY
         spec["priorityClassName"] = HIGH_PRIORITY_CLASS
-    else:
+    elif template != "default":  # the default template adds nothing
         raise ValueError(f"unknown pod template {template!r}")
     spec["containers"] = [_container(cpu, limits=template != "high-priority-large-cpu")]
     if node is not None:
