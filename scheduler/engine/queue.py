@@ -105,6 +105,7 @@ class SchedulingQueue:
         *,
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
+        pop_from_backoff: bool = True,
         events: EventMap | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -112,6 +113,7 @@ class SchedulingQueue:
         self._pre_enqueue = pre_enqueue
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
+        self.pop_from_backoff = pop_from_backoff
         self._events: dict[str, list[ClusterEventWithHint]] = {
             plugin: list(evs) for plugin, evs in (events or {}).items()
         }
@@ -321,24 +323,52 @@ class SchedulingQueue:
     # -- scheduling ---------------------------------------------------------------
 
     def pop_nowait(self) -> QueuedPodInfo | None:
-        """The next pod of activeQ (after flushing completed backoffs), or None."""
+        """The next pod of activeQ (after flushing completed backoffs), or None.
+
+        With activeQ empty, the unschedulable pod whose backoff ends first is
+        taken early (kube-scheduler's SchedulerPopFromBackoffQ, on by default
+        since 1.33): an idle scheduler should not wait out a backoff. Pods
+        backing off after an *error* still serve their whole backoff.
+        """
         self.flush_backoff_completed()
         while self._active:
             _, token, key = heapq.heappop(self._active)
             if self._current(key, token, ACTIVE):
-                entry = self._entries[key]
-                self._counts[ACTIVE] -= 1
-                self._counts[IN_FLIGHT] += 1
-                entry.where = IN_FLIGHT
-                entry.info.attempts += 1
-                if entry.info.initial_attempt_timestamp is None:
-                    entry.info.initial_attempt_timestamp = self._clock()
-                self.scheduling_cycle += 1
-                entry.info.cycle = self.scheduling_cycle
-                self._in_flight_since[key] = self._event_seq
-                self._changed()
-                return entry.info
+                return self._take(self._entries[key])
+        if self.pop_from_backoff:
+            entry = self._earliest_unschedulable_backoff()
+            if entry is not None:
+                return self._take(entry)
         return None
+
+    def _earliest_unschedulable_backoff(self) -> _Entry | None:
+        best: tuple[float, int] | None = None
+        found: _Entry | None = None
+        for expiry, token, key in self._backoff:
+            if not self._current(key, token, BACKOFF):
+                continue
+            entry = self._entries[key]
+            if entry.info.consecutive_errors:
+                continue
+            if best is None or (expiry, token) < best:
+                best, found = (expiry, token), entry
+        return found
+
+    def _take(self, entry: _Entry) -> QueuedPodInfo:
+        """Move an active (or backing-off) entry in flight for a scheduling attempt."""
+        key = entry.info.pod.key
+        self._counts[entry.where] -= 1
+        self._counts[IN_FLIGHT] += 1
+        self._pool.discard(key)
+        entry.where = IN_FLIGHT
+        entry.info.attempts += 1
+        if entry.info.initial_attempt_timestamp is None:
+            entry.info.initial_attempt_timestamp = self._clock()
+        self.scheduling_cycle += 1
+        entry.info.cycle = self.scheduling_cycle
+        self._in_flight_since[key] = self._event_seq
+        self._changed()
+        return entry.info
 
     async def pop(self) -> QueuedPodInfo | None:
         """The next pod to schedule (None once closed); it stays known while in flight."""

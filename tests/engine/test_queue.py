@@ -535,3 +535,45 @@ def test_a_pod_registration_covers_unscheduled_pod_events_and_counts_stay_exact(
     )
     reject(only_nodes, "waiting-for-nodes", "Fit")
     assert only_nodes.move_on_event(arrival, None, raw_pod("x")) == 0
+
+
+def test_with_activeq_empty_an_unschedulable_backoff_pod_is_taken_early() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    reject(queue, "early", "NodeResourcesFit")
+    queue.move_on_event(ClusterEvent(Resource.NODE, ActionType.ADD), None, node_obj())
+    assert queue.where("default/early") == BACKOFF  # still inside its 1 s backoff
+    taken = queue.pop_nowait()
+    assert taken is not None and taken.pod.key == "default/early"
+    assert queue.where("default/early") == IN_FLIGHT
+
+
+def test_error_backoff_is_served_in_full_and_activeq_goes_first() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    queue.add(pod("flaky"))
+    info = queue.pop_nowait()
+    assert info is not None
+    queue.requeue_error(info)
+    assert queue.pop_nowait() is None  # errors are punished by the whole backoff
+    reject(queue, "rejected", "NodeResourcesFit")
+    queue.move_on_event(ClusterEvent(Resource.NODE, ActionType.ADD), None, node_obj())
+    queue.add(pod("fresh-2"))
+    first = queue.pop_nowait()
+    assert first is not None and first.pod.key == "default/fresh-2"
+    second = queue.pop_nowait()
+    assert second is not None and second.pod.key == "default/rejected"
+    clock.advance(60)
+    third = queue.pop_nowait()
+    assert third is not None and third.pod.key == "default/flaky"
+
+
+def test_popping_from_backoff_can_be_turned_off() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    queue.pop_from_backoff = False
+    reject(queue, "waits", "NodeResourcesFit")
+    queue.move_on_event(ClusterEvent(Resource.NODE, ActionType.ADD), None, node_obj())
+    assert queue.pop_nowait() is None
+    clock.advance(1.0)
+    assert queue.pop_nowait() is not None
