@@ -86,9 +86,8 @@ class FaultRule:
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after
             headers["Retry-After"] = str(self.retry_after)
-        return ApiError(
-            self.status, reason, self.message or message, details or None, headers=headers
-        )
+        kind = LostAnswer if self.after else ApiError
+        return kind(self.status, reason, self.message or message, details or None, headers=headers)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -96,15 +95,8 @@ class FaultRule:
         return data
 
 
-@dataclass
-class Decision:
-    """What fault injection does to one request."""
-
-    delay: float = 0.0
-    # Answer with this instead of handling the request ...
-    error: ApiError | None = None
-    # ... or handle it, then answer with this instead of the real response.
-    error_after: ApiError | None = None
+class LostAnswer(ApiError):
+    """An injected error the server answers *after* applying the request (``after``)."""
 
 
 class Faults:
@@ -172,8 +164,8 @@ class Faults:
         self.rules.clear()
         self.latency = 0.0
 
-    def check(self, verb: str, resource: str, path: str) -> Decision:
-        """Decide what happens to one request.
+    def check(self, verb: str, resource: str, path: str) -> tuple[float, ApiError | None]:
+        """Delay and error for one request.
 
         Rules are considered in the order they were added; a rule takes part
         if it matches the request and has budget left (``count``).
@@ -185,28 +177,27 @@ class Faults:
           applies: it counts a hit and its delay and error are used. Failing
           rules after it are untouched (no hit, budget kept), so two rules
           for the same requests fail them one after the other, not together.
+
+        An error that is a :class:`LostAnswer` (``after`` rules) is to be
+        returned after the request has been applied instead of before.
         """
-        decision = Decision(self.latency)
+        delay = self.latency
+        error: ApiError | None = None
         if not self.rules:
-            return decision
-        failed = False
+            return delay, None
         for rule in self.rules:
             if not rule.matches(verb, resource, path):
                 continue
-            if rule.status is not None and failed:
+            if rule.status is not None and error is not None:
                 continue
             if rule.skipped < rule.skip:
                 rule.skipped += 1
                 continue
             rule.hits += 1
-            decision.delay += rule.delay
+            delay += rule.delay
             if rule.status is not None:
-                failed = True
-                if rule.after:
-                    decision.error_after = rule.error()
-                else:
-                    decision.error = rule.error()
-        return decision
+                error = rule.error()
+        return delay, error
 
     def to_json(self) -> dict[str, Any]:
         return {"latency": self.latency, "rules": [r.to_json() for r in self.rules]}

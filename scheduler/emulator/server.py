@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ from aiohttp import web
 from scheduler.emulator import discovery, errors, openapi
 from scheduler.emulator.clusterfile import load_objects
 from scheduler.emulator.crds import BUILTIN_CRDS, CrdController
-from scheduler.emulator.faults import Faults
+from scheduler.emulator.faults import Faults, LostAnswer
 from scheduler.emulator.handlers import ResourceHandlers, json_response, verb_of
 from scheduler.emulator.http import DiscoveryPath, ResourcePath, parse_bool, parse_path
 from scheduler.emulator.kubeconfig import write_kubeconfig
@@ -187,6 +188,20 @@ class EmulatorServer:
 
         return asyncio.run_coroutine_threadsafe(run(), loop).result(30)
 
+    @contextlib.contextmanager
+    def without_validation(self) -> Iterator[None]:
+        """Within the block, store what clients send as they send it.
+
+        No decoding checks (400), validation (422) or admission (403): an API
+        server that does not validate, so robustness tests can put objects a
+        real kube-apiserver would refuse in front of a client.
+        """
+        self.call(setattr, self.store, "lax", True)
+        try:
+            yield
+        finally:
+            self.call(setattr, self.store, "lax", False)
+
     def write_kubeconfig(self, path: str | Path) -> Path:
         return write_kubeconfig(path, self.url)
 
@@ -239,18 +254,18 @@ class EmulatorServer:
                 namespace, name = parsed.namespace or "", parsed.name
             else:
                 verb = "get"
-            decision = self.faults.check(verb, resource, path)
-            if decision.delay > 0:
-                await asyncio.sleep(decision.delay)
-            if decision.error is not None:
-                raise decision.error
+            delay, fault = self.faults.check(verb, resource, path)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if fault is not None and not isinstance(fault, LostAnswer):
+                raise fault
             if isinstance(parsed, ResourcePath):
                 response = await self._handlers.handle(request, parsed, verb)
             else:
                 response = self._non_resource(request, path, parsed)
-            if decision.error_after is not None:
+            if fault is not None:
                 # Applied, but the client gets an error: "committed, answer lost".
-                raise decision.error_after
+                raise fault
         except errors.ApiError as exc:
             response = web.Response(
                 body=exc.body(),

@@ -85,6 +85,10 @@ class Store:
         self.log_size = log_size
         self.collections: dict[str, Collection] = {}
         self.listeners: list[Listener] = []
+        # Store writes as given: no decoding checks, validation or admission, like
+        # an API server that does not validate (robustness tests; see
+        # EmulatorServer.without_validation).
+        self.lax = False
         # Hooks run after a commit of a given kind (CRDs register types, ...).
         self.after_commit: dict[str, Callable[[ResourceType, Change], None]] = {}
         for name in SYSTEM_NAMESPACES:
@@ -209,7 +213,8 @@ class Store:
         preserve: bool = False,
         admit: bool = False,
     ) -> Entry:
-        body = schema.check(rt, body)
+        if not self.lax:
+            body = schema.check(rt, body)
         obj = rt.codec.from_served(body) if rt.codec else dict(body)
         self._check_type(rt, obj)
         meta = obj.get("metadata")
@@ -254,11 +259,12 @@ class Store:
         if not preserve or not meta.get("creationTimestamp"):
             meta["creationTimestamp"] = _now()
         meta["generation"] = 1 if not preserve else meta.get("generation", 1)
-        if admit:
-            admission.admit_create(self, rt, obj)
-        if rt.group == "events.k8s.io" and rt.kind == "Event":
-            strategy.validate_served_event(rt, body, meta["name"] if meta.get("name") else "")
-        strategy.prepare_for_create(rt, obj, keep_status=preserve)
+        if not self.lax:
+            if admit:
+                admission.admit_create(self, rt, obj)
+            if rt.group == "events.k8s.io" and rt.kind == "Event":
+                strategy.validate_served_event(rt, body, meta["name"] if meta.get("name") else "")
+        strategy.prepare_for_create(rt, obj, keep_status=preserve, validate=not self.lax)
         key = (meta.get("namespace", ""), meta["name"])
         if key in coll.objects:
             raise errors.already_exists(rt.group, rt.plural, meta["name"])
@@ -295,7 +301,8 @@ class Store:
         self, rt: ResourceType, namespace: str, name: str, body: Obj, *, subresource: str = ""
     ) -> tuple[Entry, bool]:
         ns = namespace if rt.namespaced else ""
-        body = schema.check(rt, body)
+        if not self.lax:
+            body = schema.check(rt, body)
         new = rt.codec.from_served(body) if rt.codec else dict(body)
         meta = new.get("metadata")
         if not isinstance(meta, dict):
@@ -383,7 +390,8 @@ class Store:
                 ] = name
             if strategy.spec_changed(old, new):
                 meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        strategy.validate_update(rt, old, new, subresource)
+        if not self.lax:
+            strategy.validate_update(rt, old, new, subresource)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if new == old:
             return current
@@ -411,7 +419,8 @@ class Store:
         new = change(served)
         if not isinstance(new, dict):
             raise errors.ApiError(422, "Invalid", "patched object must be a JSON object")
-        new = schema.check_patched(rt, new)
+        if not self.lax:
+            new = schema.check_patched(rt, new)
         new = rt.codec.from_served(new) if rt.codec else new
         meta = new.get("metadata")
         if not isinstance(meta, dict):

@@ -128,17 +128,8 @@ def _amount(value: Any) -> Fraction:
         return Fraction(0)
 
 
-def _default_pod(obj: Obj) -> None:
-    spec = obj.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
-    tolerations = list(spec.get("tolerations") or [])
+def _with_default_tolerations(given: list[Any]) -> list[Any]:
+    tolerations = list(given)
     for default in DEFAULT_TOLERATIONS:
         if not any(
             isinstance(t, dict)
@@ -147,9 +138,27 @@ def _default_pod(obj: Obj) -> None:
             for t in tolerations
         ):
             tolerations.append(dict(default))
-    spec["tolerations"] = tolerations
+    return tolerations
+
+
+def _default_pod(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    given = spec.get("tolerations") or []
+    if isinstance(given, list):
+        spec["tolerations"] = _with_default_tolerations(given)
     for key in ("containers", "initContainers"):
-        for container in spec.get(key) or []:
+        containers = spec.get(key) or []
+        for container in containers if isinstance(containers, list) else []:
             if isinstance(container, dict):
                 container.setdefault("terminationMessagePath", "/dev/termination-log")
                 container.setdefault("terminationMessagePolicy", "File")
@@ -209,7 +218,9 @@ def _raise(rt: ResourceType, name: str, causes: list[validation.Cause]) -> None:
         raise errors.invalid(rt.group, kind, name, causes)
 
 
-def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None:
+def prepare_for_create(
+    rt: ResourceType, obj: Obj, *, keep_status: bool, validate: bool = True
+) -> None:
     """Reset what users may not set and fill defaults, then validate."""
     if not keep_status and not rt.create_keeps_status and rt.has_status:
         obj.pop("status", None)
@@ -217,8 +228,9 @@ def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None
     if kind == "Pod":
         _default_pod(obj)
         status = obj.setdefault("status", {})
-        status.setdefault("phase", "Pending")
-        status.setdefault("qosClass", _qos_class(obj["spec"]))
+        if isinstance(status, dict) and isinstance(obj["spec"], dict):
+            status.setdefault("phase", "Pending")
+            status.setdefault("qosClass", _qos_class(obj["spec"]))
     elif kind == "Node":
         if not isinstance(obj.get("spec"), dict):
             obj["spec"] = {}
@@ -238,6 +250,10 @@ def prepare_for_create(rt: ResourceType, obj: Obj, *, keep_status: bool) -> None
             "desiredHealthy": 0,
             "expectedPods": 0,
         }
+    if not validate:
+        if not obj["metadata"].get("name"):
+            validate_name(rt, obj)
+        return
     causes = name_causes(rt, obj)
     causes += validation.object_meta(obj["metadata"])
     causes += _kind_causes(rt, obj)
