@@ -434,8 +434,14 @@ class Daemon:
         waits += [i.has_synced.wait() for i in self._stores.values()]
         await asyncio.gather(*waits)
 
+    async def _sync_caches(self) -> None:
+        await self.start_informers()
+        log.info("caches synced", nodes=len(self.cache.table), pending=len(self.queue))
+
     async def _lead(self) -> None:
         """Runs while we hold the lease (or always, without leader election)."""
+        if not self._informers_started:
+            await self._sync_caches()  # delayCacheUntilActive: only now
         self.metrics.set_leader(True)
         self.leading.set()
         log.info("started leading", identity=self.identity)
@@ -475,10 +481,12 @@ class Daemon:
         self.recorder.start()
         elector: LeaderElector | None = None
         try:
-            await self.start_informers()
-            log.info("caches synced", nodes=len(self.cache.table), pending=len(self.queue))
-            self._start(self._flush_leftovers(), "leftover flush")
             le = self.config.leader_election
+            # delayCacheUntilActive: a standby does not list and watch until it
+            # leads (less API load, a slower takeover), as in kube-scheduler.
+            if not (le.leader_elect and self.config.delay_cache_until_active):
+                await self._sync_caches()
+            self._start(self._flush_leftovers(), "leftover flush")
             if le.leader_elect:
                 elector = LeaderElector(
                     self.client,

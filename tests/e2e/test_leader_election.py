@@ -124,3 +124,27 @@ async def test_leader_that_loses_its_lease_exits_non_zero(
     await cluster.create_pod("after")
     await asyncio.sleep(0.5)
     assert (await cluster.placements())["after"] == ""
+
+
+async def test_delay_cache_until_active_keeps_the_standby_cold_until_it_leads(
+    cluster: Cluster, start_daemon: StartDaemon
+) -> None:
+    await cluster.create_node("n1")
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        leader_elect=True,
+        namespace=cluster.namespace,
+        lease="test-lease",
+        delayCacheUntilActive=True,
+    )
+    leader = await start_daemon(config, identity="replica-a")
+    standby = await start_daemon(config, identity="replica-b", wait_leading=False)
+    await create_and_bind(cluster, "warm", 2)
+    assert leader.daemon.synced()
+    assert standby.daemon.pod_informer.lists == 0, "a delayed standby must not list"
+    assert not standby.daemon.synced()
+    assert await leader.stop() == 0
+    await asyncio.wait_for(standby.daemon.leading.wait(), LEASE_DURATION + TAKEOVER_SLACK)
+    assert standby.daemon.synced()
+    await create_and_bind(cluster, "after", 2)
+    assert standby.daemon.scheduler.scheduled == 2
