@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from scheduler.api.results import MAX_NODE_SCORE
+from scheduler.model.selectors import LabelSelector
 from scheduler.state.nodetable import NodeTable
 
 IntArray = npt.NDArray[np.int64]
@@ -159,3 +160,33 @@ class RowKeyIndex:
     def values(self, key: Hashable) -> IntArray | None:
         """The value of ``key`` per row (0 where absent); None if no row carries it."""
         return self._values.get(key)
+
+
+# -- shared by the pod-relationship plugins (PodTopologySpread, InterPodAffinity) ------
+
+NOTHING = LabelSelector.nothing()
+
+
+def compile_selector(raw: Mapping[str, Any] | None, path: str = "labelSelector") -> LabelSelector:
+    """Parse a metav1.LabelSelector dict (None gives match-nothing); SelectorError if invalid."""
+    return LabelSelector.from_dict(None if raw is None else dict(raw), path)
+
+
+def lookup(counts: npt.NDArray[Any], value_ids: npt.NDArray[np.int32]) -> IntArray:
+    """``counts[value_ids]`` with 0 for absent (-1) or not-yet-counted (new) value ids."""
+    size = len(counts)
+    valid = (value_ids >= 0) & (value_ids < size)
+    out = np.zeros(len(value_ids), dtype=np.int64)
+    if size:
+        out[valid] = counts[value_ids[valid]]
+    return out
+
+
+def add_at(counts: IntArray, value_id: int, delta: int) -> IntArray:
+    """``counts[value_id] += delta``, growing ``counts`` if the value id is new."""
+    if value_id >= len(counts):
+        grown = np.zeros(value_id + 1, dtype=np.int64)
+        grown[: len(counts)] = counts
+        counts = grown
+    counts[value_id] += delta
+    return counts

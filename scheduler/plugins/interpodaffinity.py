@@ -67,8 +67,14 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.model.selectors import LabelSelector, Requirement, SelectorError
-from scheduler.plugins._helpers import PluginArgs, coerce_args
-from scheduler.plugins.podtopologyspread import NOTHING, add_at, compile_selector, lookup
+from scheduler.plugins._helpers import (
+    NOTHING,
+    PluginArgs,
+    add_at,
+    coerce_args,
+    compile_selector,
+    lookup,
+)
 
 NAME = "InterPodAffinity"
 

@@ -85,7 +85,13 @@ from scheduler.model.selectors import (
     SelectorError,
 )
 from scheduler.model.taints import DO_NOT_SCHEDULE_EFFECTS, Taint, Toleration
-from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.plugins._helpers import (
+    PluginArgs,
+    add_at,
+    coerce_args,
+    compile_selector,
+    lookup,
+)
 
 NAME = "PodTopologySpread"
 
@@ -184,13 +190,6 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[dict[str, Any], ...] = (
 
 
 # -- selectors ----------------------------------------------------------------------
-
-NOTHING = LabelSelector.nothing()
-
-
-def compile_selector(raw: Mapping[str, Any] | None, path: str = "labelSelector") -> LabelSelector:
-    """Parse a metav1.LabelSelector dict (None gives match-nothing); SelectorError if invalid."""
-    return LabelSelector.from_dict(None if raw is None else dict(raw), path)
 
 
 def counts_nothing(selector: LabelSelector) -> bool:
@@ -291,26 +290,6 @@ def untolerated_taint_mask(pod: PodInfo, table: NodeTable, rows: IntArray) -> Bo
 
 def _tolerated(taint: Taint, tolerations: Sequence[Toleration]) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
-
-
-def lookup(counts: npt.NDArray[Any], value_ids: npt.NDArray[np.int32]) -> IntArray:
-    """``counts[value_ids]`` with 0 for absent (-1) or not-yet-counted (new) value ids."""
-    size = len(counts)
-    valid = (value_ids >= 0) & (value_ids < size)
-    out = np.zeros(len(value_ids), dtype=np.int64)
-    if size:
-        out[valid] = counts[value_ids[valid]]
-    return out
-
-
-def add_at(counts: IntArray, value_id: int, delta: int) -> IntArray:
-    """``counts[value_id] += delta``, growing ``counts`` if the value id is new."""
-    if value_id >= len(counts):
-        grown = np.zeros(value_id + 1, dtype=np.int64)
-        grown[: len(counts)] = counts
-        counts = grown
-    counts[value_id] += delta
-    return counts
 
 
 class _TerminatingIndex:
