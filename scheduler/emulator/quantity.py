@@ -6,12 +6,19 @@ string already in canonical form is kept as written (``1e3``, ``+5``,
 ``129M``). Resource lists are rounded up to milli precision on the way in
 (``SetDefaults_ResourceList``). Bad strings fail decoding with the messages
 of ``k8s.io/apimachinery/pkg/api/resource``.
+
+The string itself is parsed by :mod:`scheduler.model.quantity`; this module
+only adds what the apiserver does around ``ParseQuantity``: which strings are
+kept as written, canonical formatting, milli rounding and the error texts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Final
+
+from scheduler.model import quantity as model
 
 FORMAT_WRONG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
@@ -19,14 +26,30 @@ FORMAT_WRONG = (
 NUMERIC = "unable to parse numeric part of quantity"
 SUFFIX = "unable to parse quantity's suffix"
 
-_DIGITS = frozenset("0123456789")
-_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
-_BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
+# apimachinery's error for each kind of rejection. The emulator parses without the
+# model's size limit and only passes strings, so "range" and "type" cannot occur.
+_MESSAGES: Final[dict[model.QuantityErrorKind, str]] = {
+    "format": FORMAT_WRONG,
+    "suffix": SUFFIX,
+    "numeric": NUMERIC,
+    "range": NUMERIC,
+    "type": FORMAT_WRONG,
+}
+# Suffixes for printing canonical strings.
+_DECIMAL_BY_EXP = {
+    -9: "n",
+    -6: "u",
+    -3: "m",
+    0: "",
+    3: "k",
+    6: "M",
+    9: "G",
+    12: "T",
+    15: "P",
+    18: "E",
+}
+_BINARY_BY_EXP = {10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
 _INT64_MAX = 2**63 - 1
-_NANO = Fraction(1, 10**9)
 
 
 class QuantityError(ValueError):
@@ -65,70 +88,32 @@ def _ceil_away(value: Fraction) -> int:
     return whole if value >= 0 else -whole
 
 
-def _split(text: str) -> tuple[bool, str, str, str, str]:
-    """parseQuantityString: (positive, value, numerator, denominator, suffix)."""
-    positive = True
-    pos, end = 0, len(text)
-    if pos < end and text[0] in "+-":
-        positive = text[0] == "+"
-        pos += 1
-    while True:
-        if pos >= end:
-            return positive, "0", "0", "", ""
-        if text[pos] != "0":
-            break
-        pos += 1
-    start = pos
-    while pos < end and text[pos] in _DIGITS:
-        pos += 1
-    num = text[start:pos] or "0"
-    if pos >= end:
-        return positive, text, num, "", ""
-    denom = ""
-    if text[pos] == ".":
-        pos += 1
-        start = pos
-        while pos < end and text[pos] in _DIGITS:
-            pos += 1
-        denom = text[start:pos]
-        if pos >= end:
-            return positive, text, num, denom, ""
-    value = text[:pos]
-    suffix_start = pos
-    while pos < end and text[pos] in _SUFFIX_CHARS:
-        pos += 1
-    if pos < end and text[pos] in "+-":
-        pos += 1
-    while pos < end:
-        if text[pos] not in _DIGITS:
-            raise QuantityError(FORMAT_WRONG)
-        pos += 1
-    return positive, value, num, denom, text[suffix_start:]
-
-
-def _interpret(suffix: str) -> tuple[int, int, str]:
-    """(base, exponent, format) of a suffix."""
-    if suffix in _DECIMAL:
-        return 10, _DECIMAL[suffix], "DecimalSI"
-    if suffix in _BINARY:
-        return 2, _BINARY[suffix], "BinarySI"
-    if len(suffix) > 1 and suffix[0] in "eE":
-        try:
-            return 10, int(suffix[1:]), "DecimalExponent"
-        except ValueError:
-            pass
-    raise QuantityError(SUFFIX)
-
-
 def parse(text: str) -> Quantity:
     """``resource.ParseQuantity``."""
-    if not text:
-        raise QuantityError(FORMAT_WRONG)
     if text == "0":
         return Quantity(Fraction(0), "DecimalSI", "0", 0)
-    positive, value, num, denom, suffix = _split(text)
-    base, exponent, fmt = _interpret(suffix)
-    if fmt == "BinarySI":
+    try:
+        # No size limit, as in apimachinery. Binary-SI values are left uncapped to keep
+        # the emulator's established behaviour, although apimachinery caps them at 2^63-1.
+        parts = model.parse_quantity_parts(text, max_integer_digits=None, cap_binary_si=False)
+    except model.QuantityError as exc:
+        raise QuantityError(_MESSAGES[exc.kind]) from None
+    cached, scale = _fast_path(text, parts)
+    return Quantity(parts.value, parts.format, cached, scale)
+
+
+def _fast_path(text: str, parts: model.QuantityParts) -> tuple[str, int]:
+    """(cached string, scale) when ``ParseQuantity`` takes its int64 fast path.
+
+    On that path apimachinery keeps the input as the quantity's string form when it
+    is already canonical; off it (and when not kept) the cache is empty and the
+    scale is irrelevant, reported as -9.
+    """
+    num = parts.integer.lstrip("0") or "0"
+    denom = parts.fraction
+    exponent = parts.exponent
+    binary = parts.base == 2
+    if binary:
         scale = 0
         if exponent >= 0 and not denom:
             precision = 15 - len(num) - int(exponent * 3 / 10) - 1
@@ -137,31 +122,20 @@ def parse(text: str) -> Quantity:
     else:
         scale = exponent
         precision = 18 - (len(num) + len(denom))
-    if precision >= 0:
-        scale -= len(denom)
-        if scale >= -9:
-            shifted = num + denom
-            mantissa = 2**exponent if fmt == "BinarySI" else 1
-            amount = int(shifted) * mantissa
-            if amount <= _INT64_MAX:
-                signed = amount if positive else -amount
-                exact = Fraction(signed) * Fraction(10) ** scale
-                keep = (
-                    exponent % 10 == 0 and int(shifted) & 0x07 != 0
-                    if fmt == "BinarySI"
-                    else scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
-                )
-                return Quantity(exact, fmt, text if keep else "", scale)
-    digits = value.lstrip("+-")
-    if digits in ("", ".") or not all(c in _DIGITS or c == "." for c in digits):
-        raise QuantityError(NUMERIC)
-    amount_f = Fraction(digits if digits[0] != "." else "0" + digits)
-    amount_f *= Fraction(10) ** exponent if base == 10 else Fraction(2) ** exponent
-    if amount_f != 0:
-        amount_f = Fraction(_ceil_away(amount_f / _NANO)) * _NANO
-    if fmt == "BinarySI" and 0 < amount_f < 1:
-        fmt = "DecimalSI"
-    return Quantity(amount_f if positive else -amount_f, fmt)
+    if precision < 0:
+        return "", -9
+    scale -= len(denom)
+    if scale < -9:
+        return "", -9
+    shifted = num + denom
+    if int(shifted) * (2**exponent if binary else 1) > _INT64_MAX:
+        return "", -9
+    keep = (
+        exponent % 10 == 0 and int(shifted) & 0x07 != 0
+        if binary
+        else scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+    )
+    return (text if keep else ""), scale
 
 
 def from_json(value: object) -> Quantity:

@@ -25,22 +25,31 @@ integer digits is rejected, since nothing that large is a meaningful resource am
 Quantities inside JSON objects may also arrive as JSON numbers; those are accepted as
 ``int``/``float`` and, like ``Quantity.UnmarshalJSON``, surrounding whitespace in a
 string is ignored.
+
+:func:`parse_quantity_parts` exposes the same parser for callers that need more than
+the value (the suffix, the format apimachinery would keep, the digits as written), such
+as the apiserver emulator, which formats quantities the way kube-apiserver stores them.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 from scheduler.model._names import go_quote
 
 __all__ = [
     "MAX_INTEGER_DIGITS",
     "QuantityError",
+    "QuantityErrorKind",
+    "QuantityFormat",
+    "QuantityParts",
     "ceil_fraction",
     "parse_quantity",
+    "parse_quantity_parts",
     "quantity_to_int",
     "quantity_to_milli",
 ]
@@ -91,6 +100,15 @@ _GO_SPACE: Final = (
 # flag to decide nano rounding exactly, see _binary_nanos.
 _BINARY_KEPT_FRACTION_DIGITS: Final = 70
 
+#: apimachinery's ``resource.Format`` of a parsed quantity.
+QuantityFormat = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
+
+#: What is wrong with a rejected value. ``format``, ``suffix`` and ``numeric``
+#: correspond to apimachinery's ``ErrFormatWrong``, ``ErrSuffix`` and ``ErrNumeric``;
+#: ``range`` is the deliberate "too many integer digits" deviation and ``type`` a value
+#: that is not a string or a finite number.
+QuantityErrorKind = Literal["format", "suffix", "numeric", "range", "type"]
+
 
 class QuantityError(ValueError):
     """A value that is not a valid Kubernetes quantity.
@@ -98,13 +116,21 @@ class QuantityError(ValueError):
     ``value`` is the offending input, ``reason`` says what is wrong with it and
     ``context`` (possibly empty) where it was found, e.g. ``container "app"
     requests.cpu``. The message quotes the value so that empty strings and stray
-    spaces are visible.
+    spaces are visible. ``kind`` classifies the failure (see :data:`QuantityErrorKind`).
     """
 
-    def __init__(self, value: object, reason: str, *, context: str = "") -> None:
+    def __init__(
+        self,
+        value: object,
+        reason: str,
+        *,
+        context: str = "",
+        kind: QuantityErrorKind = "format",
+    ) -> None:
         self.value = value
         self.reason = reason
         self.context = context
+        self.kind: QuantityErrorKind = kind
         shown = go_quote(value) if isinstance(value, str) else repr(value)
         message = f"invalid quantity {shown}: {reason}"
         super().__init__(f"{context}: {message}" if context else message)
@@ -115,7 +141,29 @@ class QuantityError(ValueError):
         A bare "invalid quantity" is useless in a pod with ten containers; callers
         that know the container and resource re-raise with this.
         """
-        return QuantityError(self.value, self.reason, context=context)
+        return QuantityError(self.value, self.reason, context=context, kind=self.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantityParts:
+    """A quantity string taken apart the way apimachinery's parser reads it.
+
+    ``integer`` and ``fraction`` are the digits as written (leading and trailing zeros
+    included, either may be empty), ``exponent`` the power of ``base`` (2 for binary-SI
+    suffixes, else 10) that ``suffix`` stands for (``e``/``E`` exponents already
+    truncated to 32 bits),
+    ``format`` the format ``ParseQuantity`` returns (``DecimalSI`` for a binary-SI value
+    between 0 and 1) and ``value`` the exact value, as :func:`parse_quantity` returns it.
+    """
+
+    negative: bool
+    integer: str
+    fraction: str
+    suffix: str
+    format: QuantityFormat
+    base: Literal[2, 10]
+    exponent: int
+    value: Fraction
 
 
 def parse_quantity(value: str | int | float) -> Fraction:
@@ -126,19 +174,40 @@ def parse_quantity(value: str | int | float) -> Fraction:
     apimachinery rejects, and for values too large to be meaningful.
     """
     if isinstance(value, bool):
-        raise QuantityError(value, "expected a string or a number, got a boolean")
+        raise QuantityError(value, "expected a string or a number, got a boolean", kind="type")
     if isinstance(value, int):
         if abs(value) >= 10**MAX_INTEGER_DIGITS:
-            raise QuantityError(value, f"more than {MAX_INTEGER_DIGITS} integer digits")
+            raise QuantityError(
+                value, f"more than {MAX_INTEGER_DIGITS} integer digits", kind="range"
+            )
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise QuantityError(value, "not a finite number")
+            raise QuantityError(value, "not a finite number", kind="type")
         # repr() is the shortest text that round-trips, i.e. what a JSON encoder wrote.
-        return _parse_text(repr(value), value)
+        return _parse_text(repr(value), value).value
     if isinstance(value, str):
-        return _parse_text(value.strip(_GO_SPACE), value)
-    raise QuantityError(value, f"expected a string or a number, got {type(value).__name__}")
+        return _parse_text(value.strip(_GO_SPACE), value).value
+    raise QuantityError(
+        value, f"expected a string or a number, got {type(value).__name__}", kind="type"
+    )
+
+
+def parse_quantity_parts(
+    text: str,
+    *,
+    max_integer_digits: int | None = MAX_INTEGER_DIGITS,
+    cap_binary_si: bool = True,
+) -> QuantityParts:
+    """Parse the string ``text`` like :func:`parse_quantity`, returning its parts.
+
+    Unlike :func:`parse_quantity` no surrounding whitespace is trimmed. With
+    ``max_integer_digits=None`` values of any size are materialised (as apimachinery
+    does; beware of exponents near 2^31), and with ``cap_binary_si=False`` binary-SI
+    values are not capped at 2^63-1. With the defaults, ``parts.value`` always equals
+    ``parse_quantity(text)`` for a string without surrounding whitespace.
+    """
+    return _parse_text(text, text, max_integer_digits, cap_binary_si)
 
 
 def ceil_fraction(value: Fraction) -> int:
@@ -165,18 +234,29 @@ def quantity_to_int(value: str | int | float) -> int:
     return ceil_fraction(parse_quantity(value))
 
 
-def _parse_text(text: str, original: object) -> Fraction:
+def _parse_text(
+    text: str,
+    original: object,
+    max_integer_digits: int | None = MAX_INTEGER_DIGITS,
+    cap_binary_si: bool = True,
+) -> QuantityParts:
     if not text:
-        raise QuantityError(original, "empty string")
+        raise QuantityError(original, "empty string", kind="format")
     match = _QUANTITY_RE.fullmatch(text)
     if match is None:
         raise QuantityError(
             original,
             'expected a number with an optional suffix, such as "100m", "1.5Gi" or "1e3"',
+            kind="format",
         )
     sign_text, int_text, frac_text, suffix = match.groups()
     frac_text = frac_text or ""
     negative = sign_text == "-"
+
+    def parts(fmt: QuantityFormat, exponent: int, value: Fraction) -> QuantityParts:
+        base: Literal[2, 10] = 2 if suffix in _BINARY_SUFFIXES else 10
+        return QuantityParts(negative, int_text, frac_text, suffix, fmt, base, exponent, value)
+
     digits = (int_text + frac_text).lstrip("0")
     # apimachinery reads a number with no digits at all ("", "+", ".") as zero on
     # its int64 fast path but fails on its arbitrary-precision path; which path runs
@@ -184,17 +264,26 @@ def _parse_text(text: str, original: object) -> Fraction:
     digitless = not int_text and not frac_text
 
     if suffix in _BINARY_SUFFIXES:
-        if digitless and _BINARY_SUFFIXES[suffix] > 40:
-            raise QuantityError(original, "no digits before the suffix")
+        exponent = _BINARY_SUFFIXES[suffix]
+        if digitless and exponent > 40:
+            raise QuantityError(original, "no digits before the suffix", kind="numeric")
         if not digits:
-            return Fraction(0)
-        nanos = _binary_nanos(digits, len(frac_text), _BINARY_SUFFIXES[suffix])
-        # The cap applies after nano rounding and only to binary-SI quantities.
-        amount = min(Fraction(nanos, _NANO), Fraction(_INT64_MAX))
-        return -amount if negative else amount
+            return parts("BinarySI", exponent, Fraction(0))
+        nanos = _binary_nanos(digits, len(frac_text), exponent, capped=cap_binary_si)
+        amount = Fraction(nanos, _NANO)
+        if cap_binary_si:
+            # The cap applies after nano rounding and only to binary-SI quantities.
+            amount = min(amount, Fraction(_INT64_MAX))
+        elif max_integer_digits is not None and amount >= 10**max_integer_digits:
+            raise QuantityError(
+                original, f"more than {max_integer_digits} integer digits", kind="range"
+            )
+        # Like apimachinery, a binary value between 0 and 1 is kept as decimal SI.
+        fmt: QuantityFormat = "DecimalSI" if amount < 1 else "BinarySI"
+        return parts(fmt, exponent, -amount if negative else amount)
 
     if suffix in _DECIMAL_SUFFIXES:
-        exponent = _DECIMAL_SUFFIXES[suffix]
+        fmt, exponent = "DecimalSI", _DECIMAL_SUFFIXES[suffix]
     else:
         exp_match = _EXPONENT_RE.fullmatch(suffix)
         if exp_match is None:
@@ -202,36 +291,41 @@ def _parse_text(text: str, original: object) -> Fraction:
                 original,
                 f"unknown suffix {go_quote(suffix)}; expected one of n, u, m, k, M, G, T, P, "
                 "E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as e3 or E-6",
+                kind="suffix",
             )
-        exponent = _go_int32_exponent(exp_match.group(1), original)
+        fmt, exponent = "DecimalExponent", _go_int32_exponent(exp_match.group(1), original)
     if digitless and exponent < -9:
-        raise QuantityError(original, "no digits before the suffix")
+        raise QuantityError(original, "no digits before the suffix", kind="numeric")
     if not digits:
-        return Fraction(0)
-    nanos = _decimal_nanos(digits, exponent - len(frac_text), original)
-    return Fraction(-nanos if negative else nanos, _NANO)
+        return parts(fmt, exponent, Fraction(0))
+    nanos = _decimal_nanos(digits, exponent - len(frac_text), original, max_integer_digits)
+    return parts(fmt, exponent, Fraction(-nanos if negative else nanos, _NANO))
 
 
 def _go_int32_exponent(text: str, original: object) -> int:
     """The exponent as apimachinery sees it: parsed as int64, then truncated to int32."""
     magnitude = text.lstrip("+-").lstrip("0") or "0"
     if len(magnitude) > 19:
-        raise QuantityError(original, "exponent out of range")
+        raise QuantityError(original, "exponent out of range", kind="suffix")
     parsed = -int(magnitude) if text.startswith("-") else int(magnitude)
     if not _INT64_MIN <= parsed <= _INT64_MAX:
-        raise QuantityError(original, "exponent out of range")
+        raise QuantityError(original, "exponent out of range", kind="suffix")
     return ((parsed + (1 << 31)) % (1 << 32)) - (1 << 31)
 
 
-def _decimal_nanos(digits: str, exponent10: int, original: object) -> int:
+def _decimal_nanos(
+    digits: str, exponent10: int, original: object, max_integer_digits: int | None
+) -> int:
     """``int(digits) * 10**exponent10`` in nano units, rounded up (magnitude only).
 
     Works on the digit string so that neither huge exponents nor long inputs ever
     build numbers larger than the result.
     """
     integer_digits = len(digits) + exponent10
-    if integer_digits > MAX_INTEGER_DIGITS:
-        raise QuantityError(original, f"more than {MAX_INTEGER_DIGITS} integer digits")
+    if max_integer_digits is not None and integer_digits > max_integer_digits:
+        raise QuantityError(
+            original, f"more than {max_integer_digits} integer digits", kind="range"
+        )
     shift = exponent10 + 9
     if shift >= 0:
         factor: int = 10**shift
@@ -243,16 +337,16 @@ def _decimal_nanos(digits: str, exponent10: int, original: object) -> int:
     return int(head) + (1 if tail.strip("0") else 0)
 
 
-def _binary_nanos(digits: str, fraction_len: int, exponent2: int) -> int:
+def _binary_nanos(digits: str, fraction_len: int, exponent2: int, *, capped: bool) -> int:
     """``int(digits) / 10**fraction_len * 2**exponent2`` in nano units, rounded up.
 
-    Values that certainly exceed the 2^63-1 cap short-circuit. Otherwise fraction
+    When ``capped``, values that certainly exceed the 2^63-1 cap short-circuit. Fraction
     digits beyond the 70th only matter through whether any of them is non-zero: with
     at least 9 + exponent2 kept digits, the discarded part is smaller than the
     spacing between representable values, so "floor + 1 when something was
     discarded" equals the exact ceiling.
     """
-    if len(digits) - fraction_len > 20:
+    if capped and len(digits) - fraction_len > 20:
         return (_INT64_MAX + 1) * _NANO
     sticky = False
     drop = fraction_len - _BINARY_KEPT_FRACTION_DIGITS

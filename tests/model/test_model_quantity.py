@@ -18,6 +18,7 @@ from scheduler.model.quantity import (
     QuantityError,
     ceil_fraction,
     parse_quantity,
+    parse_quantity_parts,
     quantity_to_int,
     quantity_to_milli,
 )
@@ -405,3 +406,108 @@ def test_property_never_crashes(text: str) -> None:
         assert isinstance(value, Fraction)
         # Everything accepted is a whole number of nanos.
         assert (value * 10**9).denominator == 1
+
+
+# --- parse_quantity_parts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "negative", "integer", "fraction", "suffix", "fmt", "base", "exponent"),
+    [
+        ("100m", False, "100", "", "m", "DecimalSI", 10, -3),
+        ("-001.50Gi", True, "001", "50", "Gi", "BinarySI", 2, 30),
+        ("0.5Ki", False, "0", "5", "Ki", "BinarySI", 2, 10),
+        (".5Mi", False, "", "5", "Mi", "BinarySI", 2, 20),
+        ("+1e3", False, "1", "", "e3", "DecimalExponent", 10, 3),
+        ("1E-6", False, "1", "", "E-6", "DecimalExponent", 10, -6),
+        ("2E", False, "2", "", "E", "DecimalSI", 10, 18),
+        ("1e4294967296", False, "1", "", "e4294967296", "DecimalExponent", 10, 0),
+        ("Mi", False, "", "", "Mi", "BinarySI", 2, 20),
+    ],
+)
+def test_parts(
+    text: str,
+    negative: bool,
+    integer: str,
+    fraction: str,
+    suffix: str,
+    fmt: str,
+    base: int,
+    exponent: int,
+) -> None:
+    parts = parse_quantity_parts(text)
+    assert (parts.negative, parts.integer, parts.fraction, parts.suffix) == (
+        negative,
+        integer,
+        fraction,
+        suffix,
+    )
+    assert (parts.format, parts.base, parts.exponent) == (fmt, base, exponent)
+    assert parts.value == parse_quantity(text)
+
+
+def test_parts_binary_below_one_is_decimal_si() -> None:
+    # apimachinery switches such values to DecimalSI; zero keeps BinarySI.
+    assert parse_quantity_parts("0.0001Ki").format == "DecimalSI"
+    assert parse_quantity_parts("0Ki").format == "BinarySI"
+
+
+def test_parts_does_not_trim_whitespace() -> None:
+    assert parse_quantity(" 1 ") == 1
+    with pytest.raises(QuantityError) as info:
+        parse_quantity_parts(" 1")
+    assert info.value.kind == "format"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("", "format"),
+        ("1 Gi", "format"),
+        ("1.2.3", "format"),
+        ("1ki", "suffix"),
+        ("1e", "suffix"),
+        ("1e99999999999999999999", "suffix"),
+        ("Pi", "numeric"),
+        (".e-10", "numeric"),
+        ("1e1001", "range"),
+    ],
+)
+def test_error_kinds(text: str, kind: str) -> None:
+    with pytest.raises(QuantityError) as info:
+        parse_quantity_parts(text)
+    assert info.value.kind == kind
+    with pytest.raises(QuantityError) as info:
+        parse_quantity(text)
+    assert info.value.kind == kind
+
+
+def test_error_kind_of_non_quantities_and_context() -> None:
+    with pytest.raises(QuantityError) as info:
+        parse_quantity(True)
+    assert info.value.kind == "type"
+    assert QuantityError("x", "bad", kind="suffix").with_context("here").kind == "suffix"
+
+
+def test_parts_without_limits() -> None:
+    assert parse_quantity_parts("9Ei").value == INT64_MAX
+    assert parse_quantity_parts("9Ei", cap_binary_si=False).value == 9 * EI
+    assert parse_quantity_parts("-9Ei", cap_binary_si=False).value == -9 * EI
+    assert parse_quantity_parts("1e1001", max_integer_digits=None).value == 10**1001
+    with pytest.raises(QuantityError, match="more than 3 integer digits"):
+        parse_quantity_parts("1e3", max_integer_digits=3)
+    with pytest.raises(QuantityError, match="more than 3 integer digits") as info:
+        parse_quantity_parts("1Ki", max_integer_digits=3, cap_binary_si=False)
+    assert info.value.kind == "range"
+
+
+@given(st.from_regex(r"[+-]?[0-9]{0,25}(\.[0-9]{0,12})?([numkMGTPE]|[KMGTPE]i|e-?[0-9]{1,2})?"))
+def test_property_parts_value_matches_parse_quantity(text: str) -> None:
+    try:
+        expected = parse_quantity(text)
+    except QuantityError as exc:
+        with pytest.raises(QuantityError) as info:
+            parse_quantity_parts(text)
+        assert info.value.kind == exc.kind
+    else:
+        assert parse_quantity_parts(text).value == expected
