@@ -53,7 +53,7 @@ _INT64_MAX = 2**63 - 1
 
 
 class QuantityError(ValueError):
-    pass
+    """A quantity kube-apiserver fails to decode; the message is apimachinery's own text."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,11 @@ from scheduler.engine.queue import (
     SchedulingQueue,
     scheduling_relevant_change,
 )
-from scheduler.engine.scheduler import Scheduler, pod_scheduled_condition
+from scheduler.engine.scheduler import (
+    Scheduler,
+    has_pod_scheduled_false,
+    pod_scheduled_condition,
+)
 from scheduler.engine.validation import (
     check_parsed_requests,
     check_pod_metadata,
@@ -102,21 +106,6 @@ class InformerStore:
         if namespace is None:
             return objs
         return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
-
-
-def _has_condition(raw: Mapping[str, Any], reason: str, message: str) -> bool:
-    """Whether the pod already carries PodScheduled=False with this reason and message."""
-    status = raw.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for cond in conditions if isinstance(conditions, list) else ():
-        if (
-            isinstance(cond, dict)
-            and cond.get("type") == "PodScheduled"
-            and (cond.get("status"), cond.get("reason"), cond.get("message"))
-            == ("False", reason, message)
-        ):
-            return True
-    return False
 
 
 def resource_path(group: str, version: str, plural: str) -> str:
@@ -330,15 +319,13 @@ class Daemon:
             log.warning("invalid pod", pod=key, error=message)
             return
         log.warning("invalid pod", pod=key, error=message, profile=scheduler_name)
-        if _has_condition(raw, "Unschedulable", message):
+        if has_pod_scheduled_false(raw, "Unschedulable", message):
             return  # already said so; our own patch comes back as an update
         self.io.last_failure[key] = message
         pod_ref = {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
         self.recorder.record(pod_ref, "Warning", "FailedScheduling", message, "Scheduling")
-        self.scheduler._spawn(
-            self.io.patch_pod_status(
-                namespace, name, pod_scheduled_condition("Unschedulable", message)
-            )
+        self.scheduler.patch_pod_status(
+            namespace, name, pod_scheduled_condition("Unschedulable", message)
         )
 
     def _pod_added(self, raw: dict[str, Any]) -> None:

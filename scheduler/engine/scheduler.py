@@ -69,6 +69,25 @@ def _now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def has_pod_scheduled_false(raw: Mapping[str, Any], reason: str, message: str) -> bool:
+    """Whether the pod already carries PodScheduled=False with this reason and message.
+
+    Checked before patching, as kube-scheduler does: our own patch comes back
+    as a pod update, and re-patching it would loop.
+    """
+    status = raw.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions if isinstance(conditions, list) else ():
+        if (
+            isinstance(cond, dict)
+            and cond.get("type") == "PodScheduled"
+            and (cond.get("status"), cond.get("reason"), cond.get("message"))
+            == ("False", reason, message)
+        ):
+            return True
+    return False
+
+
 def pod_scheduled_condition(reason: str, message: str) -> dict[str, Any]:
     """The status patch kube-scheduler writes for a pod it could not place."""
     return {
@@ -262,24 +281,22 @@ class Scheduler:
 
     def _patch_condition(self, pod: PodInfo, reason: str, message: str) -> None:
         """Patch PodScheduled=False unless the pod already says exactly that."""
-        for cond in (pod.raw.get("status") or {}).get("conditions") or ():
-            if cond.get("type") == "PodScheduled" and (
-                cond.get("status"),
-                cond.get("reason"),
-                cond.get("message"),
-            ) == ("False", reason, message):
-                return
-        self._spawn(self._patch(pod, pod_scheduled_condition(reason, message)))
+        if not has_pod_scheduled_false(pod.raw, reason, message):
+            self.patch_pod_status(pod.namespace, pod.name, pod_scheduled_condition(reason, message))
 
     def _nominate(self, pod: PodInfo, node: str) -> None:
         self.queue.nominate(pod.key, node)
-        self._spawn(self._patch(pod, {"status": {"nominatedNodeName": node}}))
+        self.patch_pod_status(pod.namespace, pod.name, {"status": {"nominatedNodeName": node}})
 
-    async def _patch(self, pod: PodInfo, patch: dict[str, Any]) -> None:
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """A best-effort status write in the background, drained on shutdown."""
+        self._spawn(self._patch(namespace, name, patch))
+
+    async def _patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         try:
-            await self.io.patch_pod_status(pod.namespace, pod.name, patch)
+            await self.io.patch_pod_status(namespace, name, patch)
         except Exception as err:  # best effort, as in kube-scheduler
-            log.info("pod status patch failed", pod=pod.key, error=str(err))
+            log.info("pod status patch failed", pod=f"{namespace}/{name}", error=str(err))
 
     # -- binding cycle ------------------------------------------------------------
 

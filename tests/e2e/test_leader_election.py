@@ -22,6 +22,17 @@ def lease_path(cluster: Cluster) -> str:
     return f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/test-lease"
 
 
+def lease_config(cluster: Cluster, **extra: Any) -> dict[str, Any]:
+    """One profile for the cluster's scheduler name, leader election on test-lease."""
+    return scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        leader_elect=True,
+        namespace=cluster.namespace,
+        lease="test-lease",
+        **extra,
+    )
+
+
 async def holder(cluster: Cluster) -> str:
     lease = await cluster.client.get(lease_path(cluster))
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
@@ -30,12 +41,7 @@ async def holder(cluster: Cluster) -> str:
 async def start_pair(
     cluster: Cluster, start_daemon: StartDaemon
 ) -> tuple[RunningDaemon, RunningDaemon]:
-    config = scheduler_config(
-        [{"schedulerName": cluster.scheduler_name}],
-        leader_elect=True,
-        namespace=cluster.namespace,
-        lease="test-lease",
-    )
+    config = lease_config(cluster)
     first = await start_daemon(config, identity="replica-a")
     second = await start_daemon(config, identity="replica-b", wait_leading=False)
     await wait_until(second.daemon.synced, message="the standby's informers to sync")
@@ -103,12 +109,7 @@ async def test_leader_that_loses_its_lease_exits_non_zero(
     cluster: Cluster, start_daemon: StartDaemon
 ) -> None:
     await cluster.create_node("n1")
-    config = scheduler_config(
-        [{"schedulerName": cluster.scheduler_name}],
-        leader_elect=True,
-        namespace=cluster.namespace,
-        lease="test-lease",
-    )
+    config = lease_config(cluster)
     leader = await start_daemon(config, identity="replica-a")
     await create_and_bind(cluster, "p", 2)
     # Another party takes the lease over (as a partitioned leader would see it).
@@ -130,13 +131,7 @@ async def test_delay_cache_until_active_keeps_the_standby_cold_until_it_leads(
     cluster: Cluster, start_daemon: StartDaemon
 ) -> None:
     await cluster.create_node("n1")
-    config = scheduler_config(
-        [{"schedulerName": cluster.scheduler_name}],
-        leader_elect=True,
-        namespace=cluster.namespace,
-        lease="test-lease",
-        delayCacheUntilActive=True,
-    )
+    config = lease_config(cluster, delayCacheUntilActive=True)
     leader = await start_daemon(config, identity="replica-a")
     standby = await start_daemon(config, identity="replica-b", wait_leading=False)
     await create_and_bind(cluster, "warm", 2)

@@ -123,23 +123,6 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
     return lower
 
 
-def histogram_summary(
-    text: str | None, name: str, match: Mapping[str, str] | None = None
-) -> dict[str, float | None] | None:
-    """p50/p90/p99 in milliseconds and the observation count, or None without data."""
-    if not text:
-        return None
-    buckets = histogram(text, name, match)
-    if not buckets or buckets[-1][1] <= 0:
-        return None
-
-    def ms(q: float) -> float | None:
-        value = histogram_quantile(q, buckets)
-        return None if value is None else value * 1000
-
-    return {"p50_ms": ms(0.5), "p90_ms": ms(0.9), "p99_ms": ms(0.99), "count": buckets[-1][1]}
-
-
 # -- machine ---------------------------------------------------------------------------------
 
 
