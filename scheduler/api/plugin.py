@@ -32,11 +32,23 @@ class Plugin:
     - ``priority``: default order at each extension point (higher first).
     - ``watches``: ``(group, version, plural)`` resources it reads via
       ``handle.store(...)``; the daemon runs informers for them.
+    - ``node_local`` (API 1.1): a promise that lets the framework reuse this
+      plugin's Filter verdicts and raw Scores across identical pods (the
+      same spec, labels, annotations, namespace and owners) and recompute
+      only the nodes that changed since. Set it only if, for every node, the
+      verdict and raw score depend on nothing but the pod's spec, labels,
+      annotations, namespace and owner references (never its name or uid),
+      what this plugin's own PreFilter/PreScore wrote for the pod, that
+      node's row (its node object and the pods accounted on it) and the set
+      of node objects - not on pods on other nodes, on ``handle.store``
+      objects or on time. NormalizeScore still runs over every feasible
+      node each cycle. Plugins that return Skip for a pod do not count.
     """
 
     Args: ClassVar[type[BaseModel] | None] = None
     priority: ClassVar[int] = 0
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    node_local: ClassVar[bool] = False
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

@@ -124,8 +124,14 @@ class Setup:
     algorithm: Algorithm
 
 
-def build(num_nodes: int, init_pods: int, make_pod: PodFactory) -> Setup:
-    """The default profile over ``num_nodes`` nodes with ``init_pods`` pods placed."""
+def build(
+    num_nodes: int, init_pods: int, make_pod: PodFactory, batching: bool = False
+) -> Setup:
+    """The default profile over ``num_nodes`` nodes with ``init_pods`` pods placed.
+
+    ``batching`` turns on the daemon's reuse of node-local results across
+    identical pods; off, every decision filters and scores every node.
+    """
     table = NodeTable(capacity=max(64, num_nodes))
     for i in range(num_nodes):
         table.upsert_node(node_object(i))
@@ -140,7 +146,7 @@ def build(num_nodes: int, init_pods: int, make_pod: PodFactory) -> Setup:
         lambda name: FrameworkHandle(name, table, store_provider=stores),
     )
     profile = profiles["pluggable-scheduler"]
-    return Setup(table, profile, Algorithm(profile.framework, seed=0))
+    return Setup(table, profile, Algorithm(profile.framework, seed=0, batching=batching))
 
 
 def run_pods(setup: Setup, pods: list[PodInfo]) -> list[float]:
@@ -185,14 +191,16 @@ def _percentile(sorted_samples: list[float], q: float) -> float:
     return sorted_samples[index]
 
 
-def measure(workload: str, num_nodes: int, init_pods: int, pods: int) -> Figures:
+def measure(
+    workload: str, num_nodes: int, init_pods: int, pods: int, batching: bool = False
+) -> Figures:
     make_pod = WORKLOADS[workload]
-    setup = build(num_nodes, init_pods, make_pod)
+    setup = build(num_nodes, init_pods, make_pod, batching)
     measured = [make_pod(f"pod-{i}", "sched-1", None) for i in range(pods + WARMUP)]
     samples = run_pods(setup, measured)[WARMUP:]
     ms = sorted(s * 1000 for s in samples)
     return Figures(
-        workload,
+        workload + (" (batched)" if batching else ""),
         num_nodes,
         init_pods,
         len(ms),
@@ -236,6 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also print a cProfile of the SchedulingBasic decisions (top by own time)",
     )
+    parser.add_argument(
+        "--batching",
+        choices=["off", "on", "both"],
+        default="both",
+        help="reuse node-local results across identical pods, as the daemon does (default: both)",
+    )
     args = parser.parse_args(argv)
     configure_logging("text", QUIET)
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
@@ -243,8 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"decision time per pod (PreFilter..pick), default profile, {args.nodes} nodes, "
         f"{args.init_pods} existing pods, {args.pods} measured pods (+{WARMUP} warm-up):"
     )
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.batching]
     for name in names:
-        print("  " + measure(name, args.nodes, args.init_pods, args.pods).line())
+        for batching in modes:
+            figures = measure(name, args.nodes, args.init_pods, args.pods, batching)
+            print("  " + figures.line())
     if args.cprofile:
         print()
         print(profile_workload("SchedulingBasic", args.nodes, args.init_pods, args.pods))

@@ -121,7 +121,8 @@ class Scheduler:
     ) -> None:
         self.profiles = dict(profiles)
         self.algorithms = {
-            name: Algorithm(p.framework, seed=seed, nominator=queue) for name, p in profiles.items()
+            name: Algorithm(p.framework, seed=seed, nominator=queue, batching=True)
+            for name, p in profiles.items()
         }
         self.cache = cache
         self.queue = queue

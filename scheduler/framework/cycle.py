@@ -22,8 +22,9 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.results import Diagnosis, Rejection
+from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
+from scheduler.framework.batching import BatchCache, pod_signature
 from scheduler.framework.runtime import (
     PREFILTER_NARROWING_KEY,
     FilterOutcome,
@@ -86,11 +87,14 @@ class Algorithm:
         *,
         seed: int | None = None,
         nominator: Nominator | None = None,
+        batching: bool = False,
     ) -> None:
         self.framework = framework
         self.rng = random.Random(seed)
         self.next_start = 0
         self.nominator = nominator
+        #: Reuse of node-local results across identical pods (see :mod:`.batching`).
+        self.batch: BatchCache | None = BatchCache(framework) if batching else None
 
     def _filter_with_nominated(
         self, state: CycleState, pod: PodInfo, feasible: NodeSet, diagnosis: Diagnosis
@@ -224,7 +228,8 @@ class Algorithm:
                         diagnosis=diagnosis,
                     )
 
-        outcome = framework.run_filter(state, pod, nodes, diagnosis)
+        signature = self._batch_signature(state, pod, pre_result, percentage)
+        outcome = self._filter(state, pod, nodes, diagnosis, signature)
         if outcome.status.is_success() and self.nominator is not None:
             outcome.feasible = self._filter_with_nominated(state, pod, outcome.feasible, diagnosis)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
@@ -253,7 +258,16 @@ class Algorithm:
         if not status.is_success():
             result.status = status
             return result
-        scores = framework.run_score(state, pod, feasible)
+        raw_scores: dict[str, npt.NDArray[np.int64]] | None = None
+        batch = self.batch
+        if signature is not None and batch is not None and batch.scores_are_local(state):
+            got = batch.raw_scores(signature, state, pod, feasible)
+            if isinstance(got, Status):
+                batch.forget(signature)
+                result.status = got
+                return result
+            raw_scores = got
+        scores = framework.run_score(state, pod, feasible, raw_scores)
         result.score_outcome = scores
         if not scores.status.is_success():
             result.status = scores.status
@@ -263,6 +277,48 @@ class Algorithm:
         result.tied_rows = tied_rows
         result.node = table.names[int(tied_rows[self.rng.randrange(len(tied_rows))])]
         return result
+
+    def _batch_signature(
+        self, state: CycleState, pod: PodInfo, pre_result: PreFilterResult, percentage: int
+    ) -> bytes | None:
+        """The pod's batching key, or None when this cycle must take the full path."""
+        batch = self.batch
+        if (
+            batch is None
+            or percentage > 0
+            or pre_result.node_names is not None
+            or pod.nominated_node_name
+            or (self.nominator is not None and self.nominator.nominated_pods())
+            or not batch.filters_are_local(state)
+        ):
+            return None
+        return pod_signature(pod)
+
+    def _filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeSet,
+        diagnosis: Diagnosis,
+        signature: bytes | None,
+    ) -> FilterOutcome:
+        """Filter every node, or only the changed ones when the batching cache has the rest.
+
+        A cached pass that leaves no feasible node (or fails) is redone in
+        full, so the diagnosis of an unschedulable pod is always complete.
+        """
+        batch = self.batch
+        if signature is None or batch is None:
+            return self.framework.run_filter(state, pod, nodes, diagnosis)
+        got = batch.feasible(signature, state, pod, nodes.table)
+        if isinstance(got, NodeSet) and len(got):
+            return FilterOutcome(got, diagnosis, Status.success())
+        outcome = self.framework.run_filter(state, pod, nodes, diagnosis)
+        if outcome.status.is_success():
+            batch.store_filter(signature, state, nodes.table, outcome.feasible)
+        else:
+            batch.forget(signature)
+        return outcome
 
     def _sample(self, feasible: NodeSet, num_all: int, percentage: int) -> NodeSet:
         want = num_feasible_nodes_to_find(num_all, percentage)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -497,8 +497,40 @@ class Framework:
         self.recorder.point_duration("PreScore", status.code, time.perf_counter() - start)
         return status
 
-    def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> ScoreOutcome:
-        """Score, normalize to [0, 100], weight and sum per node."""
+    def active_score_plugins(self, state: CycleState) -> list[str]:
+        """Score plugins that run for this pod (PreScore did not skip them), in order."""
+        return [c.plugin for c in self.score_calls if c.plugin not in state.skip_score_plugins]
+
+    def run_raw_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeSet
+    ) -> tuple[dict[str, ScoreArray], Status]:
+        """Only the Score hooks (no normalizing): raw scores per active plugin, and the status."""
+        n = len(nodes)
+        args = (state, pod, nodes)
+        timed = state.record_plugin_metrics
+        raw: dict[str, ScoreArray] = {}
+        try:
+            for call in self.score_calls:
+                if call.plugin not in state.skip_score_plugins:
+                    got = self._invoke("Score", call, args, timed)
+                    raw[call.plugin] = self._scores("Score", call, got, n)
+        except PluginFailure as failure:
+            return raw, failure.status
+        return raw, Status.success()
+
+    def run_score(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeSet,
+        raw_scores: Mapping[str, ScoreArray] | None = None,
+    ) -> ScoreOutcome:
+        """Score, normalize to [0, 100], weight and sum per node.
+
+        ``raw_scores`` (every active plugin's raw scores aligned with
+        ``nodes``, see :meth:`run_raw_scores`) replaces the Score calls: the
+        batching cache supplies them for identical pods.
+        """
         start = time.perf_counter()
         n = len(nodes)
         total = np.zeros(n, dtype=np.int64)
@@ -509,7 +541,11 @@ class Framework:
             for call in self.score_calls:
                 if call.plugin in state.skip_score_plugins:
                     continue
-                raw = self._scores("Score", call, self._invoke("Score", call, args, timed), n)
+                if raw_scores is None:
+                    got = self._invoke("Score", call, args, timed)
+                    raw = self._scores("Score", call, got, n)
+                else:
+                    raw = raw_scores[call.plugin]
                 normalized = raw
                 normalize = self.normalize_calls.get(call.plugin)
                 if normalize is not None:

@@ -61,8 +61,9 @@ def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
 
 
 class ImageLocality(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = "ImageLocality"
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)

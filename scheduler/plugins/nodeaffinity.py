@@ -184,8 +184,9 @@ def preferred_score(preferred: _Preferred, nodes: NodeSet) -> IntArray:
 
 
 class NodeAffinity(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
     Args = NodeAffinityArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:

@@ -39,8 +39,9 @@ def _node_added_with_requested_name(pod: PodInfo, old: Any, new: Any) -> Queuein
 
 
 class NodeName(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = "NodeName"
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:

@@ -82,8 +82,9 @@ def _deleted_pod_freed_a_wanted_port(pod: PodInfo, old: Any, new: Any) -> Queuei
 
 
 class NodePorts(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)

@@ -36,8 +36,9 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 
 
 class NodeUnschedulable(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:

@@ -87,8 +87,9 @@ def _columns(flags: list[bool]) -> npt.NDArray[np.int64]:
 
 
 class TaintToleration(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:

@@ -109,6 +109,10 @@ class NodeTable:
         self._free: list[int] = []
         self._rows_cache: IntArray | None = None
         self.version = 0  # bumped on every change, for callers caching derived data
+        # Bumped when a node object, a resource column or the row set changes;
+        # pod accounting bumps only its row's ``generation``. Together they tell
+        # a cache of per-node results exactly which rows it must recompute.
+        self.node_epoch = 0
 
     # -- capacity -----------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class NodeTable:
             pad = np.zeros((self._capacity, 1), dtype=np.int64)
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
+            self.node_epoch += 1
         return col
 
     def request_vector(self, requests: Mapping[str, int]) -> npt.NDArray[np.int64]:
@@ -213,6 +218,7 @@ class NodeTable:
         self.taint_matrix[row] = False
         self.taint_matrix[row, taint_columns] = True
         self._touch(row)
+        self.node_epoch += 1
         return row
 
     def remove_node(self, name: str) -> list[PodInfo]:
@@ -237,6 +243,7 @@ class NodeTable:
         self.taint_matrix[row] = False
         self.labels.clear_row(row)
         self._touch(row)
+        self.node_epoch += 1
         self._free.append(row)
         self._rows_cache = None
         return list(pods.values())

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from scheduler.api.hookspecs import HOOK_NAMES
+from scheduler.api.version import PLUGIN_API_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "writing-plugins.md"
@@ -126,7 +127,7 @@ def test_walkthrough(tmp_path: Path) -> None:
         "ZoneGate",
         "scheduler-plugin-zone-gate",
         "0.1.0",
-        "1.0",
+        PLUGIN_API_VERSION,
         "filter,score",
         "-",
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.api.version import PLUGIN_API_VERSION
 from scheduler.config import load_config
 from scheduler.errors import UserError
 from scheduler.framework.handle import FrameworkHandle
@@ -57,7 +58,7 @@ def test_plugins_list_text_shows_load_errors_of_every_tier(dist_sites):
     )
     assert (
         "load error: OldApi (scheduler-plugin-oldapi 0.2.0): written for plugin API 0.9, "
-        "incompatible with this framework's plugin API 1.0" in out
+        f"incompatible with this framework's plugin API {PLUGIN_API_VERSION}" in out
     )
     assert (
         "load error: BadHook (scheduler-plugin-badhook 0.3.0): invalid hook implementation" in out

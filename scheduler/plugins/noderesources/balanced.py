@@ -54,8 +54,9 @@ class NodeResourcesBalancedAllocationArgs(PluginArgs):
 
 
 class NodeResourcesBalancedAllocation(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
     Args = NodeResourcesBalancedAllocationArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:

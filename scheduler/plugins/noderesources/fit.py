@@ -156,8 +156,9 @@ def _deleted_pod_was_placed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
 
 
 class NodeResourcesFit(Plugin):
-    api_version: ClassVar[str] = "1.0"
+    api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
+    node_local: ClassVar[bool] = True  # results per node depend on that node only
     Args = NodeResourcesFitArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:
