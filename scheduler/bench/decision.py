@@ -124,9 +124,7 @@ class Setup:
     algorithm: Algorithm
 
 
-def build(
-    num_nodes: int, init_pods: int, make_pod: PodFactory, batching: bool = False
-) -> Setup:
+def build(num_nodes: int, init_pods: int, make_pod: PodFactory, batching: bool = False) -> Setup:
     """The default profile over ``num_nodes`` nodes with ``init_pods`` pods placed.
 
     ``batching`` turns on the daemon's reuse of node-local results across

@@ -3,11 +3,15 @@
 kubernetes-asyncio provides what is hard to get right - kubeconfig and
 in-cluster loading, bearer-token refresh (exec plugins, projected service
 account tokens), TLS - through its ``Configuration`` and ``ApiClient``. What
-it does not provide cheaply is decoding: its generated models cost about half
-a millisecond per pod. So every request goes through ``ApiClient.call_api``
-with ``_preload_content=False`` (auth headers applied, nothing deserialised)
-and bodies are decoded with orjson into plain dicts that the rest of the
-scheduler reads directly.
+it does not provide cheaply is the request itself: its generated models cost
+about half a millisecond per pod to decode, and even ``ApiClient.call_api``
+with ``_preload_content=False`` runs generic parameter sanitising, header
+and body assembly on every call. So requests take a lean path of their own:
+URL, headers (the ApiClient's default headers plus ``Authorization`` from the
+Configuration's ``auth_settings()``, asked per request so refreshed tokens
+apply at once), orjson-encoded body, sent over the ApiClient's connection
+pool and TLS context (see :class:`_Transport`); answers are decoded with
+orjson into plain dicts that the rest of the scheduler reads directly.
 
 On top of that this module adds what kube-scheduler's client-go gives it:
 client-side rate limiting (one token bucket, served by priority - see
@@ -20,6 +24,7 @@ idempotent verbs and bindings), list paging and watch streams.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -27,12 +32,15 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
 import structlog
+from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from scheduler.kube.errors import (
     ApiError,
@@ -57,6 +65,8 @@ _PROTOBUF = "application/vnd.kubernetes.protobuf"
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _ALREADY_ASSIGNED = re.compile(r'already assigned to node "([^"]*)"')
 _USER_AGENT = "pluggable-scheduler/0.1.0 (kubernetes-asyncio)"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "OPTIONS", "DELETE"})
+_DUMPS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,84 @@ class RetryPolicy:
         """Full-jitter exponential backoff for retry number ``attempt`` (0-based)."""
         ceiling = min(self.backoff_max, self.backoff_base * (2.0**attempt))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class _Transport:
+    """What every request of one KubeClient shares: base URL, session, proxy, timeouts.
+
+    The session is a second, thin ``aiohttp.ClientSession`` over the
+    connector (connection pool, TLS context with CA and client certificate)
+    and cookie jar of the ``ApiClient``'s own session, which stays their
+    owner. It differs in one way: ``trust_env`` is off, because with it on
+    aiohttp looks up ``~/.netrc`` and the proxy environment in worker threads
+    on *every* request - two thread hand-offs that cost more CPU than all the
+    rest of the request. Both lookups are made once here instead (the API
+    server's address does not change) and their answers passed with every
+    request, so proxies and netrc credentials apply as they did before.
+    Built on the first request, inside the running loop.
+    """
+
+    __slots__ = ("_timeouts", "base", "extra", "netrc_auth", "session")
+
+    def __init__(self, api_client: Any) -> None:
+        configuration = api_client.configuration
+        rest = api_client.rest_client
+        owner: aiohttp.ClientSession = rest.pool_manager
+        self.base: str = configuration.host
+        extra: dict[str, Any] = {}
+        url = URL(self.base)
+        if rest.proxy:
+            extra["proxy"] = rest.proxy
+            if rest.proxy_headers:
+                extra["proxy_headers"] = rest.proxy_headers
+        elif owner.trust_env:
+            try:
+                extra["proxy"], proxy_auth = get_env_proxy_for_url(url)
+            except LookupError:
+                pass
+            else:
+                if proxy_auth is not None:
+                    extra["proxy_auth"] = proxy_auth
+        if rest.server_hostname:
+            extra["server_hostname"] = rest.server_hostname
+        self.extra = extra
+        self.netrc_auth: str | None = None  # an Authorization header value
+        if owner.trust_env and url.host is not None:
+            with contextlib.suppress(LookupError):
+                self.netrc_auth = basicauth_from_netrc(netrc_from_env(), url.host).encode()
+        self.session = aiohttp.ClientSession(
+            connector=owner.connector,
+            connector_owner=False,
+            cookie_jar=owner.cookie_jar,
+            trust_env=False,
+            read_bufsize=2**21,  # as RESTClientObject: big objects in watch events
+        )
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+
+    def timeout(self, seconds: float) -> aiohttp.ClientTimeout:
+        """``ClientTimeout(total=seconds)`` (none at all for 0), as RESTClientObject builds it."""
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = aiohttp.ClientTimeout(total=seconds) if seconds else aiohttp.ClientTimeout()
+            self._timeouts[seconds] = timeout
+        return timeout
+
+    async def close(self) -> None:
+        await self.session.close()  # leaves the ApiClient's connector open
+
+
+def _apply_auth(headers: dict[str, str], setting: Mapping[str, Any]) -> None:
+    """Put one kubernetes-asyncio auth setting into ``headers`` (ApiClient._apply_auth_params)."""
+    value = setting.get("value")
+    if not value:
+        return
+    where = setting.get("in")
+    if where == "header":
+        headers[setting["key"]] = value
+    elif where == "cookie":
+        headers["Cookie"] = value
+    else:
+        raise ValueError(f"unsupported auth setting location {where!r}")
 
 
 class KubeClient:
@@ -104,6 +192,7 @@ class KubeClient:
         self.retry = retry or RetryPolicy()
         self.request_timeout = request_timeout
         self._owns_api_client = owns_api_client
+        self._lean: _Transport | None = None
         if content_type.startswith(_PROTOBUF):
             # clientConnection.contentType defaults to protobuf in kube-scheduler
             # configs; such a config must load unchanged, and JSON is always served.
@@ -191,6 +280,9 @@ class KubeClient:
         )
 
     async def close(self) -> None:
+        lean, self._lean = self._lean, None
+        if lean is not None:
+            await lean.close()
         if self._owns_api_client:
             await self.api_client.close()
 
@@ -211,6 +303,13 @@ class KubeClient:
 
     # -- transport ---------------------------------------------------------------
 
+    def _transport(self) -> _Transport:
+        """The lean request path's fixed parts, built on first use (inside the loop)."""
+        transport = self._lean
+        if transport is None:
+            transport = self._lean = _Transport(self.api_client)
+        return transport
+
     async def _open(
         self,
         method: str,
@@ -220,24 +319,52 @@ class KubeClient:
         content_type: str,
         request_timeout: float | aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        """Send one request; the caller owns (and must close) the response."""
+        """Send one request; the caller owns (and must close) the response.
+
+        This is what ``ApiClient.call_api(..., _preload_content=False)`` does,
+        minus its generic parameter handling: same URL, headers (the
+        ApiClient's default headers, cookie and the Configuration's
+        ``auth_settings()`` - asked on every request, so refreshed tokens are
+        picked up exactly as before), same connection pool and TLS context.
+        """
+        transport = self._lean or self._transport()
+        api_client = self.api_client
         headers = {"Accept": self.content_type, "Content-Type": content_type}
+        headers.update(api_client.default_headers)
+        if api_client.cookie:
+            headers["Cookie"] = api_client.cookie
+        bearer = (await api_client.configuration.auth_settings()).get("BearerToken")
+        if bearer:
+            _apply_auth(headers, bearer)
+        url = transport.base + path
+        if query:
+            url += "?" + urlencode(list(query.items()))
+        data: bytes | None = None
+        if body is not None and method in _BODY_METHODS:
+            data = body if isinstance(body, bytes) else self._encode(body)
+        if not isinstance(request_timeout, aiohttp.ClientTimeout):
+            request_timeout = transport.timeout(request_timeout)
+        netrc_auth = transport.netrc_auth
+        if netrc_auth is not None and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = netrc_auth  # a token wins over ~/.netrc
         try:
-            response: aiohttp.ClientResponse = await self.api_client.call_api(
-                path,
+            response: aiohttp.ClientResponse = await transport.session.request(
                 method,
-                query_params=list(query.items()) if query else None,
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=request_timeout,
+                url,
+                headers=headers,
+                data=data,
+                timeout=request_timeout,
+                **transport.extra,
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise TransportError(
                 0, "ConnectionError", _describe(exc), method=method, path=path
             ) from exc
         return response
+
+    def _encode(self, body: Any) -> bytes:
+        """JSON bytes of ``body``; OpenAPI models and dates as kubernetes-asyncio sends them."""
+        return orjson.dumps(body, default=self.api_client.sanitize_for_serialization, option=_DUMPS)
 
     async def _once(
         self,

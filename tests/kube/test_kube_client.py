@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import shutil
 import time
 from contextlib import aclosing
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import certifi
+import orjson
 import pytest
+from aiohttp import web
+from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.config import incluster_config, kube_config
 
 from scheduler.emulator import EmulatorServer
 from scheduler.emulator.errors import ApiError as EmulatedError
-from scheduler.kube.client import KubeClient
+from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.errors import (
     AlreadyExists,
     ApiError,
@@ -353,3 +358,166 @@ async def test_in_cluster_config_is_preferred(
         assert client.host == "https://10.0.0.1:6443"
         assert configuration.api_key["BearerToken"] == "Bearer secret-token"
         assert configuration.ssl_ca_cert == str(ca)
+
+
+# -- the lean request path: auth, headers and body exactly as call_api sent them ----------
+
+
+class _HeaderRecorder:
+    """A bare HTTP server that answers ``{}`` and records each request's headers and body."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> _HeaderRecorder:
+        async def handle(request: web.Request) -> web.Response:
+            self.seen.append(
+                (request.method, request.path_qs, dict(request.headers), await request.read())
+            )
+            return web.json_response({"kind": "Status", "status": "Success"})
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+def _api_client(url: str, token: str | None) -> k8s_client.ApiClient:
+    configuration = k8s_client.Configuration(host=url)
+    if token is not None:
+        configuration.api_key["BearerToken"] = token
+    return k8s_client.ApiClient(configuration=configuration)
+
+
+async def test_lean_path_sends_bearer_token_headers_and_json_body() -> None:
+    async with _HeaderRecorder() as server:
+        api = _api_client(server.url, "Bearer first-token")
+        api.user_agent = "test-agent/1"
+        client = KubeClient.from_api_client(api, qps=0, owns_api_client=True)
+        async with client:
+            await client.request(
+                "PATCH",
+                f"{PODS}/p/status",
+                body={"status": {"phase": "Running"}, 1: "int key"},
+                content_type=STRATEGIC_MERGE_PATCH,
+                query={"fieldManager": "a b", "dryRun": "All"},
+            )
+            await client.get(f"{PODS}/p")
+
+    (method, path_qs, headers, body), (get_method, _, get_headers, get_body) = server.seen
+    assert method == "PATCH"
+    assert path_qs == f"{PODS}/p/status?fieldManager=a+b&dryRun=All"
+    assert headers["Authorization"] == "Bearer first-token"
+    assert headers["Content-Type"] == STRATEGIC_MERGE_PATCH
+    assert headers["Accept"] == "application/json"
+    assert headers["User-Agent"] == "test-agent/1"
+    assert orjson.loads(body) == {"status": {"phase": "Running"}, "1": "int key"}
+    assert get_method == "GET" and get_body == b""
+    assert get_headers["Authorization"] == "Bearer first-token"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync-hook", "async-hook"])
+async def test_lean_path_picks_up_refreshed_token(asynchronous: bool) -> None:
+    """The Configuration's refresh hook runs per request, as in ApiClient.call_api."""
+    async with _HeaderRecorder() as server:
+        api = _api_client(server.url, "Bearer old")
+        calls = 0
+
+        def refresh(configuration: k8s_client.Configuration) -> None:
+            nonlocal calls
+            calls += 1
+            if calls >= 3:  # e.g. the projected service account token was rotated
+                configuration.api_key["BearerToken"] = "Bearer new"
+
+        async def refresh_async(configuration: k8s_client.Configuration) -> None:
+            refresh(configuration)
+
+        api.configuration.refresh_api_key_hook = refresh_async if asynchronous else refresh
+        async with KubeClient.from_api_client(api, qps=0, owns_api_client=True) as client:
+            for _ in range(4):
+                await client.get("/api/v1/nodes")
+            # A token rotated behind the client's back (exec plugin refresher task).
+            api.configuration.api_key["BearerToken"] = "Bearer newer"
+            api.configuration.refresh_api_key_hook = None
+            await client.get("/api/v1/nodes")
+
+    tokens = [headers["Authorization"] for _, _, headers, _ in server.seen]
+    assert tokens == ["Bearer old", "Bearer old", "Bearer new", "Bearer new", "Bearer newer"]
+
+
+async def test_in_cluster_token_file_rotation_is_picked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("one")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", certifi.where())
+    # Re-read the token file on every request instead of once a minute.
+    monkeypatch.setattr(incluster_config, "TOKEN_REFRESH_PERIOD", timedelta(0))
+    async with _HeaderRecorder() as server:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", server.url.rsplit(":", 1)[1])
+        async with await KubeClient.from_kubeconfig(None, qps=0, burst=10) as client:
+            # The in-cluster loader builds an https URL; point it at the plain recorder.
+            client.api_client.configuration.host = server.url
+            await client.get("/api/v1/nodes")
+            token.write_text("two")  # the kubelet rotated the projected token
+            await client.get("/api/v1/nodes")
+    tokens = [headers["Authorization"] for _, _, headers, _ in server.seen]
+    assert tokens == ["Bearer one", "Bearer two"]
+
+
+async def test_lean_path_makes_no_per_request_thread_hops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubernetes-asyncio's session trusts the environment, which costs aiohttp two
+    worker-thread hand-offs per request (netrc, proxy); the lean path looks both up
+    once, still honouring ~/.netrc when no token is configured."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login alice password secret\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    async with _HeaderRecorder() as server:
+        api = _api_client(server.url, None)
+        loop = asyncio.get_running_loop()
+        original = loop.run_in_executor
+        hops = 0
+
+        def counting(*args: Any) -> Any:
+            nonlocal hops
+            hops += 1
+            return original(*args)
+
+        monkeypatch.setattr(loop, "run_in_executor", counting)
+        async with KubeClient.from_api_client(api, qps=0, owns_api_client=True) as client:
+            for _ in range(5):
+                await client.get("/api/v1/nodes")
+        # A token, when there is one, wins over ~/.netrc (aiohttp would refuse both).
+        token_api = _api_client(server.url, "Bearer tok")
+        async with KubeClient.from_api_client(token_api, qps=0, owns_api_client=True) as client:
+            await client.get("/api/v1/nodes")
+    assert hops == 0
+    auth = [headers.get("Authorization") for _, _, headers, _ in server.seen]
+    assert auth[:5] == ["Basic " + base64.b64encode(b"alice:secret").decode()] * 5
+    assert auth[5] == "Bearer tok"
+
+
+async def test_closing_a_wrapping_client_leaves_the_api_client_usable(
+    emulator: EmulatorServer,
+) -> None:
+    api = _api_client(emulator.url, None)
+    async with api:
+        async with KubeClient.from_api_client(api, qps=0) as client:
+            assert (await client.get("/version"))["major"]
+        nodes = await k8s_client.CoreV1Api(api).list_node()
+        assert nodes.items is not None
