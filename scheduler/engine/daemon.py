@@ -55,11 +55,11 @@ from scheduler.framework.profile import build_profiles
 from scheduler.framework.waiting import WaitingPods
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder
-from scheduler.kube.informer import Informer
+from scheduler.kube.informer import Informer, strip_managed_fields
 from scheduler.kube.leaderelection import LeaderElector
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.observability.server import HealthServer
-from scheduler.state.pod import InvalidPodError, PodInfo
+from scheduler.state.pod import InvalidPodError, PodInfo, compact_pod
 
 log = structlog.get_logger("scheduler.daemon")
 
@@ -147,6 +147,7 @@ class Daemon:
             on_add=self._node_added,
             on_update=self._node_updated,
             on_delete=self._node_deleted,
+            transform=strip_managed_fields,
         )
         self.pod_informer = Informer(
             client,
@@ -155,6 +156,9 @@ class Daemon:
             on_add=self._pod_added,
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
+            # Shares what pods have in common, page by page of the first list:
+            # a bound pod then costs well under half the memory.
+            transform=compact_pod,
         )
         self.profiles = build_profiles(
             config, catalog, self._make_handle, recorder_for=self.metrics.recorder
@@ -229,6 +233,7 @@ class Daemon:
                 on_add=lambda obj: self._custom_event(plural, ActionType.ADD, None, obj),
                 on_update=lambda old, new: self._custom_event(plural, ActionType.UPDATE, old, new),
                 on_delete=lambda obj: self._custom_event(plural, ActionType.DELETE, obj, None),
+                transform=strip_managed_fields,
             )
             self._stores[key] = informer
             if self._informers_started:

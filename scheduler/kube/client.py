@@ -28,7 +28,7 @@ import contextlib
 import os
 import random
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -514,13 +514,16 @@ class KubeClient:
         *,
         limit: int = 500,
         priority: Priority = "high",
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> tuple[list[dict[str, Any]], str]:
         """All items of a collection and the list's resourceVersion, paging by ``limit``.
 
         Pages after the first carry only ``continue`` (the API server rejects a
         resourceVersion next to it). If a continue token expires mid-way (410),
         the list restarts once without paging, as client-go's pager does, so a
-        big collection under heavy churn still lists.
+        big collection under heavy churn still lists. ``transform`` is applied
+        to each item as its page arrives, so what it drops is freed before the
+        next page is decoded (an informer's transform, see ``Informer``).
         """
         base = dict(query or {})
         if limit > 0:
@@ -552,7 +555,8 @@ class KubeClient:
                 raise ApiError(
                     0, "BadResponse", "list answer is not a JSON object", method="GET", path=path
                 )
-            items.extend(doc.get("items") or ())
+            page = doc.get("items") or ()
+            items.extend(page if transform is None else [transform(item) for item in page])
             meta = doc.get("metadata") or {}
             token = meta.get("continue") or ""
             if not token:

@@ -14,6 +14,14 @@ plain re-watch can never report.
 Handlers get raw dicts and may be plain functions or coroutines; a handler
 that raises is logged and does not stop the informer (one bad object must not
 blind the scheduler to the rest of the cluster).
+
+An optional ``transform`` (client-go's ``SetTransform``) is applied to every
+object as it arrives, before it is stored or handed to a handler:
+kube-scheduler uses it to drop ``metadata.managedFields`` (see
+:func:`strip_managed_fields`), our daemon also to share what pods have in
+common. A list is applied to page by page, so that what a transform drops
+from one page is freed before the next page is decoded: the memory a big
+list needs at its peak is then that of the transformed objects.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import structlog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, Gone
 
-__all__ = ["Informer", "object_key"]
+__all__ = ["Informer", "object_key", "strip_managed_fields"]
 
 log = structlog.get_logger("scheduler.kube.informer")
 
@@ -38,6 +46,7 @@ Obj = dict[str, Any]
 AddHandler = Callable[[Obj], Awaitable[None] | None]
 UpdateHandler = Callable[[Obj, Obj], Awaitable[None] | None]
 DeleteHandler = Callable[[Obj], Awaitable[None] | None]
+Transform = Callable[[Obj], Obj]
 
 # A watch that ends cleanly sooner than this without delivering anything is
 # treated like a failure, so a server that closes at once is not hammered.
@@ -52,6 +61,18 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+def strip_managed_fields(obj: Obj) -> Obj:
+    """Drop ``metadata.managedFields`` (server-side apply bookkeeping); returns ``obj``.
+
+    kube-scheduler's informers do the same: the field is often the biggest
+    part of an object and no scheduling decision reads it.
+    """
+    meta = obj.get("metadata") if type(obj) is dict else None
+    if type(meta) is dict:
+        meta.pop("managedFields", None)
+    return obj
+
+
 def _rv(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -59,9 +80,10 @@ def _rv(obj: Mapping[str, Any]) -> str:
 class Informer:
     """List-then-watch mirror of ``path`` (e.g. ``/api/v1/pods``) with change handlers.
 
-    ``store`` maps keys (see :func:`object_key`) to the latest object;
-    ``has_synced`` is set once the first list has been delivered to the
-    handlers; ``resource_version`` is where the next watch resumes.
+    ``store`` maps keys (see :func:`object_key`) to the latest object (as
+    ``transform`` returned it); ``has_synced`` is set once the first list has
+    been delivered to the handlers; ``resource_version`` is where the next
+    watch resumes.
     """
 
     def __init__(
@@ -73,6 +95,7 @@ class Informer:
         on_add: AddHandler | None = None,
         on_update: UpdateHandler | None = None,
         on_delete: DeleteHandler | None = None,
+        transform: Transform | None = None,
         page_size: int = 500,
         watch_timeout: tuple[float, float] = (300.0, 600.0),
         backoff_initial: float = 0.8,
@@ -85,6 +108,7 @@ class Informer:
         self.on_add = on_add
         self.on_update = on_update
         self.on_delete = on_delete
+        self.transform = transform
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.backoff_initial = backoff_initial
@@ -139,7 +163,9 @@ class Informer:
             # Like kube-scheduler's first list: any recent state is fine and a
             # real API server answers it from its watch cache.
             query["resourceVersion"] = "0"
-        items, rv = await self.client.list(self.path, query, limit=self.page_size)
+        items, rv = await self.client.list(
+            self.path, query, limit=self.page_size, transform=self.transform
+        )
         self.lists += 1
         await self._replace(items, rv)
         self.has_synced.set()
@@ -206,6 +232,8 @@ class Informer:
             if rv:
                 self.resource_version = rv
             return
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         if kind in ("ADDED", "MODIFIED"):
             previous = self.store.get(key)
@@ -242,7 +270,7 @@ class Informer:
             return
         try:
             result = handler(*args)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 await result
         except asyncio.CancelledError:
             raise

@@ -10,6 +10,7 @@ NodeTable, assigned pods in the PodTable).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,8 @@ from scheduler.model.selectors import label_int_value
 
 ABSENT = -1
 UNKNOWN_VALUE = -2  # a value no row has: matches nothing with In
+
+_NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -29,7 +32,9 @@ class LabelIndex:
         self.columns: dict[str, npt.NDArray[np.int32]] = {}
         self.value_ids: dict[str, dict[str, int]] = {}
         self.value_names: dict[str, list[str]] = {}
-        self.row_labels: list[dict[str, str]] = [{} for _ in range(capacity)]
+        # Each row's labels as given to set_row (not copied: owners pass maps
+        # they never change - a pod's, or a node's fresh parse).
+        self.row_labels: list[Mapping[str, str]] = [_NO_LABELS] * capacity
         self._numeric: dict[str, npt.NDArray[np.float64]] = {}
 
     def grow(self, capacity: int) -> None:
@@ -37,7 +42,7 @@ class LabelIndex:
             grown = np.full(capacity, ABSENT, dtype=np.int32)
             grown[: self._capacity] = column
             self.columns[key] = grown
-        self.row_labels.extend({} for _ in range(capacity - self._capacity))
+        self.row_labels.extend([_NO_LABELS] * (capacity - self._capacity))
         self._capacity = capacity
 
     def _intern(self, key: str, value: str) -> int:
@@ -54,16 +59,17 @@ class LabelIndex:
         return vid
 
     def set_row(self, row: int, labels: Mapping[str, str]) -> None:
+        """Index ``labels`` at ``row``; the map is kept, so it must not change afterwards."""
         old = self.row_labels[row]
         for key in old.keys() - labels.keys():
             self.columns[key][row] = ABSENT
         for key, value in labels.items():
             if old.get(key) != value or self.columns.get(key) is None:
                 self.columns[key][row] = self._intern(key, value)
-        self.row_labels[row] = dict(labels)
+        self.row_labels[row] = labels if labels else _NO_LABELS
 
     def clear_row(self, row: int) -> None:
-        self.set_row(row, {})
+        self.set_row(row, _NO_LABELS)
 
     def column(self, key: str, rows: IntArray) -> npt.NDArray[np.int32]:
         """Value ids of ``key`` for ``rows`` (-1 where absent)."""

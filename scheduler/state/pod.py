@@ -5,12 +5,21 @@ A pod arrives as the API server's raw JSON. Parsing it once into a
 keeps that work out of the per-cycle path; every plugin reads the same parse.
 Anything a plugin needs that is not pre-parsed is in ``raw``, and a plugin may
 memoise its own derived data in ``cache`` (keyed by its plugin name).
+
+A PodInfo and its ``raw`` are read-only: pods made from one template share
+their parsed parts, and in the daemon (see :func:`compact_pod`) parts of
+their raw objects too, so a change made through one pod would show in
+others. The parsed collections that are shared refuse changes
+(``TypeError``); ``raw`` is plain JSON data and relies on the convention,
+as objects from a client-go informer cache do. ``cache`` is the one part a
+plugin may write.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import orjson
 
@@ -19,50 +28,267 @@ from scheduler.model.quantity import QuantityError
 from scheduler.model.resources import pod_non_zero_requests, pod_requests
 from scheduler.model.taints import Toleration
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+_T = TypeVar("_T")
+
 
 class InvalidPodError(ValueError):
     """A pod whose spec cannot be scheduled as written; the message names it."""
 
 
-# Requests depend only on the spec's containers, init containers, pod-level
-# resources and overhead (status resources are not used for a PodInfo), and
-# pods made from one template share them: parsing quantities (exact
-# fractions) is most of the cost of a parse, so it is done once per distinct
-# spec. Bounded; cleared when full.
-_REQUESTS_CACHE: dict[bytes, tuple[dict[str, int], tuple[int, int]]] = {}
-_REQUESTS_CACHE_SIZE = 4096
-_REQUEST_FIELDS = ("containers", "initContainers", "resources", "overhead")
+def _refuse(self: object, *args: Any, **kwargs: Any) -> NoReturn:
+    raise TypeError(f"{type(self).__name__}: shared between pods and read-only")
 
 
-def _requests_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
+class FrozenDict(dict[_K, _V]):
+    """A dict that refuses changes; copies (``dict(d)``, ``copy``, pickle) are plain dicts."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[type[dict[_K, _V]], tuple[dict[_K, _V]]]:
+        return dict, (dict(self),)
+
+
+class FrozenList(list[_T]):
+    """A list that refuses changes; copies (``list(x)``, ``copy``, pickle) are plain lists."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[type[list[_T]], tuple[list[_T]]]:
+        return list, (list(self),)
+
+
+# What pods without labels, tolerations, ... all share.
+_EMPTY_DICT: FrozenDict[Any, Any] = FrozenDict()
+_EMPTY_LIST: FrozenList[Any] = FrozenList()
+
+
+def _frozen_list(items: Iterable[_T]) -> list[_T]:
+    out = FrozenList(items)
+    return out if out else _EMPTY_LIST
+
+
+def _mapping_field(value: Any) -> dict[str, Any]:
+    """A map from the raw pod, as is (it is read-only) or the shared empty one."""
+    if type(value) is dict:
+        return value if value else _EMPTY_DICT
+    return dict(value) if value else _EMPTY_DICT
+
+
+# -- parsed parts shared by pods of one template --------------------------------------
+
+# Requests, tolerations, host ports and images depend only on the spec's
+# containers, init containers, pod-level resources, overhead, hostNetwork and
+# tolerations (status resources are not used for a PodInfo), and pods made
+# from one template share them: parsing quantities (exact fractions) is most
+# of the cost of a parse, so it is done once per distinct spec, and the
+# result (read-only) is shared by all those pods. Bounded; cleared when full.
+_Derived = tuple[dict[str, int], tuple[int, int], list[Toleration], list[HostPort], list[str]]
+_DERIVED_CACHE: dict[bytes, _Derived] = {}
+_DERIVED_CACHE_SIZE = 4096
+_DERIVED_FIELDS = (
+    "containers",
+    "initContainers",
+    "resources",
+    "overhead",
+    "hostNetwork",
+    "tolerations",
+)
+
+
+def _derived_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
     status = raw.get("status")
     if status is not None and not isinstance(status, dict):
         return None  # let the parser report it
     try:
-        return orjson.dumps([spec.get(f) for f in _REQUEST_FIELDS])
+        return orjson.dumps([spec.get(f) for f in _DERIVED_FIELDS])
     except TypeError:
         return None
 
 
-def _parse_requests(
-    raw: dict[str, Any], spec: dict[str, Any]
-) -> tuple[dict[str, int], tuple[int, int]]:
-    key = _requests_key(raw, spec)
-    cached = _REQUESTS_CACHE.get(key) if key is not None else None
+def _derive(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
+    requests = pod_requests(raw)
+    non_zero = pod_non_zero_requests(raw)
+    tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
+    host_ports = pod_host_ports(raw)
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    images = [str(c["image"]) for c in containers if isinstance(c, dict) and c.get("image")]
+    return (
+        FrozenDict(requests) if requests else _EMPTY_DICT,
+        non_zero,
+        _frozen_list(tolerations),
+        _frozen_list(host_ports),
+        _frozen_list(images),
+    )
+
+
+def _parse_spec(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
+    key = _derived_key(raw, spec)
+    cached = _DERIVED_CACHE.get(key) if key is not None else None
     if cached is None:
-        cached = (pod_requests(raw), pod_non_zero_requests(raw))
+        cached = _derive(raw, spec)
         if key is not None:
-            if len(_REQUESTS_CACHE) >= _REQUESTS_CACHE_SIZE:
-                _REQUESTS_CACHE.clear()
-            _REQUESTS_CACHE[key] = cached
-    return dict(cached[0]), cached[1]
+            if len(_DERIVED_CACHE) >= _DERIVED_CACHE_SIZE:
+                _DERIVED_CACHE.clear()
+            _DERIVED_CACHE[key] = cached
+    return cached
+
+
+# -- raw parts shared by pods of one template -------------------------------------------
+
+
+class _Shared:
+    """What :func:`compact_pod` keeps once: each part by its JSON, and strings.
+
+    Bounded by entries and by the bytes of the keys; cleared when full (the
+    pods keep what they share, new pods start sharing anew).
+    """
+
+    __slots__ = ("parts", "parts_bytes", "strings")
+
+    PARTS_MAX = 4096
+    PARTS_BYTES_MAX = 8 << 20
+    STRINGS_MAX = 1 << 16
+
+    def __init__(self) -> None:
+        self.parts: dict[bytes, Any] = {}
+        self.parts_bytes = 0
+        self.strings: dict[str, str] = {}
+
+    def part(self, value: Any) -> Any:
+        """The shared object equal to ``value`` (as JSON), or ``value`` now shared."""
+        try:
+            key = orjson.dumps(value)
+        except TypeError:
+            return value
+        shared = self.parts.get(key)
+        if shared is not None:
+            return shared
+        return self._keep(key, value)
+
+    def _keep(self, key: bytes, value: Any) -> Any:
+        if len(self.parts) >= self.PARTS_MAX or self.parts_bytes > self.PARTS_BYTES_MAX:
+            self.parts.clear()
+            self.parts_bytes = 0
+        self.parts[key] = value
+        self.parts_bytes += len(key)
+        return value
+
+    def strings_of(self, obj: dict[str, Any]) -> None:
+        """Share ``obj``'s string values (not those of nested objects)."""
+        strings = self.strings
+        for key, value in obj.items():
+            if type(value) is str:
+                obj[key] = strings.setdefault(value, value)
+
+    def container_list(self, containers: list[Any]) -> list[Any]:
+        """A containers list: shared whole, or else each container's parts."""
+        try:
+            key = orjson.dumps(containers)
+        except TypeError:
+            return containers
+        shared = self.parts.get(key)
+        if shared is not None:
+            return shared  # type: ignore[no-any-return]
+        strings = self.strings
+        for container in containers:
+            if type(container) is dict:
+                for name, value in container.items():
+                    kind = type(value)
+                    if kind is str:
+                        container[name] = strings.setdefault(value, value)
+                    elif kind is dict or kind is list:
+                        container[name] = self.part(value)
+        return self._keep(key, containers)  # type: ignore[no-any-return]
+
+    def item_list(self, items: list[Any]) -> list[Any]:
+        """A list shared whole, or else item by item (volumes: one may be the pod's own)."""
+        try:
+            key = orjson.dumps(items)
+        except TypeError:
+            return items
+        shared = self.parts.get(key)
+        if shared is not None:
+            return shared  # type: ignore[no-any-return]
+        for index, item in enumerate(items):
+            if type(item) is dict:
+                items[index] = self.part(item)
+        return self._keep(key, items)  # type: ignore[no-any-return]
+
+
+_SHARED = _Shared()
+_CONTAINER_LISTS = frozenset(("containers", "initContainers", "ephemeralContainers"))
+_META_STRINGS = ("namespace", "generateName", "creationTimestamp")
+_META_PARTS = ("labels", "annotations", "ownerReferences", "finalizers")
+
+
+def compact_pod(raw: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``metadata.managedFields`` and share with other pods what ``raw`` has in common.
+
+    The daemon's pod informer applies this to every pod it receives, before
+    storing it. Pods made from one template (a ReplicaSet's, a Job's)
+    decode into equal but separate objects: containers, tolerations,
+    affinity, labels, and strings such as the namespace, image and node
+    name. Here each such part is replaced by one shared object equal to it,
+    which cuts the memory a bound pod costs by more than half. Equal means
+    equal as JSON, so a pod reads exactly as before; the parts are shared,
+    which is why raw pods are read-only. managedFields is dropped as
+    kube-scheduler's informers do: a scheduler never reads it. Returns
+    ``raw``, changed in place.
+    """
+    if type(raw) is not dict:
+        return raw
+    shared = _SHARED
+    strings = shared.strings
+    if len(strings) >= shared.STRINGS_MAX:
+        strings.clear()
+    shared.strings_of(raw)
+    meta = raw.get("metadata")
+    if type(meta) is dict:
+        meta.pop("managedFields", None)
+        for key in _META_STRINGS:
+            value = meta.get(key)
+            if type(value) is str:
+                meta[key] = strings.setdefault(value, value)
+        for key in _META_PARTS:
+            value = meta.get(key)
+            if value:
+                meta[key] = shared.part(value)
+    spec = raw.get("spec")
+    if type(spec) is dict:
+        for key, value in spec.items():
+            kind = type(value)
+            if kind is str:
+                spec[key] = strings.setdefault(value, value)
+            elif kind is list:
+                if key in _CONTAINER_LISTS:
+                    spec[key] = shared.container_list(value)
+                else:
+                    spec[key] = shared.item_list(value)
+            elif kind is dict:
+                spec[key] = shared.part(value)
+    status = raw.get("status")
+    if type(status) is dict:
+        shared.strings_of(status)
+        conditions = status.get("conditions")
+        if type(conditions) is list:
+            status["conditions"] = shared.item_list(conditions)
+    return raw
 
 
 @dataclass(slots=True, eq=False)
 class PodInfo:
+    """One pod, parsed; read-only but for ``cache`` (see the module docstring)."""
+
     raw: dict[str, Any]
     namespace: str
     name: str
+    key: str  # ``namespace/name``, the way kube-scheduler names pods in messages
     uid: str
     labels: dict[str, str]
     annotations: dict[str, str]
@@ -84,12 +310,15 @@ class PodInfo:
     nominated_node_name: str
     deleting: bool
     phase: str
-    cache: dict[str, Any] = field(default_factory=dict)
+    _cache: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
-    def key(self) -> str:
-        """``namespace/name``, the way kube-scheduler names pods in messages."""
-        return f"{self.namespace}/{self.name}"
+    def cache(self) -> dict[str, Any]:
+        """Plugins' memo for this pod, keyed by plugin name (made on first use)."""
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        return cache
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> PodInfo:
@@ -103,28 +332,32 @@ class PodInfo:
             raise InvalidPodError(f"pod {key}: spec is missing or not an object")
         status = raw.get("status") or {}
         try:
-            requests, non_zero = _parse_requests(raw, spec)
-            tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
-            host_ports = pod_host_ports(raw)
+            requests, non_zero, tolerations, host_ports, images = _parse_spec(raw, spec)
         except (QuantityError, ValueError, TypeError, AttributeError) as err:
             raise InvalidPodError(f"pod {key}: {err}") from err
         priority = spec.get("priority")
         if priority is not None and not isinstance(priority, int):
             raise InvalidPodError(f"pod {key}: spec.priority must be an integer")
-        containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
-        images = [str(c["image"]) for c in containers if isinstance(c, dict) and c.get("image")]
-        pvc_names = [
-            str(v["persistentVolumeClaim"].get("claimName", ""))
-            for v in spec.get("volumes") or ()
-            if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
-        ]
+        volumes = spec.get("volumes")
+        pvc_names = (
+            _frozen_list(
+                str(v["persistentVolumeClaim"].get("claimName", ""))
+                for v in volumes
+                if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
+            )
+            if volumes
+            else _EMPTY_LIST
+        )
+        gates = spec.get("schedulingGates")
+        spread = spec.get("topologySpreadConstraints")
         return cls(
             raw=raw,
             namespace=namespace,
             name=name,
+            key=key,
             uid=str(meta.get("uid") or ""),
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
+            labels=_mapping_field(meta.get("labels")),
+            annotations=_mapping_field(meta.get("annotations")),
             scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
             node_name=str(spec.get("nodeName") or ""),
             priority=int(priority or 0),
@@ -132,14 +365,16 @@ class PodInfo:
             resource_version=str(meta.get("resourceVersion") or ""),
             requests=requests,
             non_zero_requests=non_zero,
-            node_selector=dict(spec.get("nodeSelector") or {}),
-            affinity=dict(spec.get("affinity") or {}),
+            node_selector=_mapping_field(spec.get("nodeSelector")),
+            affinity=_mapping_field(spec.get("affinity")),
             tolerations=tolerations,
             host_ports=host_ports,
-            scheduling_gates=[
-                str(g.get("name", "")) for g in spec.get("schedulingGates") or () if g
-            ],
-            topology_spread_constraints=list(spec.get("topologySpreadConstraints") or ()),
+            scheduling_gates=(
+                _frozen_list(str(g.get("name", "")) for g in gates if g) if gates else _EMPTY_LIST
+            ),
+            topology_spread_constraints=(
+                (spread if type(spread) is list else list(spread)) if spread else _EMPTY_LIST
+            ),
             images=images,
             pvc_names=pvc_names,
             nominated_node_name=str(status.get("nominatedNodeName") or ""),

@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
-from scheduler.kube.informer import Informer, object_key
+from scheduler.kube.informer import Informer, object_key, strip_managed_fields
 from tests.kube.helpers import eventually, node, pod
 
 PODS = "/api/v1/pods"
@@ -319,3 +319,81 @@ async def test_stop_from_a_handler(client: KubeClient) -> None:
         await create(client, "second")
         await task
     assert "default/second" in informer.store
+
+
+def test_strip_managed_fields_drops_only_managed_fields() -> None:
+    obj = {"metadata": {"name": "a", "managedFields": [{"manager": "kubectl"}]}, "spec": {}}
+    assert strip_managed_fields(obj) is obj
+    assert obj == {"metadata": {"name": "a"}, "spec": {}}
+    assert strip_managed_fields({"kind": "Pod"}) == {"kind": "Pod"}
+
+
+async def test_transform_applies_page_by_page_and_to_watch_events(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    for i in range(5):
+        await create(client, f"p{i}")
+    original = client.request
+    pages = 0
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal pages
+        pages += 1
+        return await original(*args, **kwargs)
+
+    client.request = counting  # type: ignore[method-assign]
+    seen_at_page: dict[str, int] = {}
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        seen_at_page[obj["metadata"]["name"]] = pages
+        obj["metadata"]["annotations"] = {"transformed": "yes"}
+        return obj
+
+    added: list[dict[str, Any]] = []
+    informer = Informer(client, PODS, on_add=added.append, transform=transform, page_size=2)
+    async with running(informer):
+        # Each page is transformed as it arrives, before the next is asked for.
+        assert seen_at_page == {"p0": 1, "p1": 1, "p2": 2, "p3": 2, "p4": 3}
+        assert pages == 3
+        await create(client, "late")
+        await eventually(lambda: len(added) == 6, message="the watch event")
+    assert all(obj["metadata"]["annotations"] == {"transformed": "yes"} for obj in added)
+    assert all(
+        obj["metadata"]["annotations"] == {"transformed": "yes"} for obj in informer.store.values()
+    )
+    assert "late" in seen_at_page
+
+
+async def test_transformed_list_falls_back_to_full_list_when_continue_token_expires(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    for i in range(5):
+        await create(client, f"p{i}")
+    original = client.request
+    calls = 0
+
+    async def compact_after_first_page(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = await original(*args, **kwargs)
+        calls += 1
+        if calls == 1:
+            # A write, then compaction: the token of page one is now too old.
+            emulator.store.create(emulator.store.type("", "v1", "pods"), pod("late"))
+            emulator.store.compact()
+        return result
+
+    client.request = compact_after_first_page  # type: ignore[method-assign]
+    emulator.request_log.clear()
+    transformed: list[str] = []
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+        transformed.append(obj["metadata"]["name"])
+        return obj
+
+    informer = Informer(client, PODS, transform=transform, page_size=2)
+    async with running(informer):
+        assert sorted(informer.store) == ["default/late"] + [f"default/p{i}" for i in range(5)]
+    lists = [r for r in emulator.request_log if r.path == PODS and "watch" not in r.query]
+    assert [r.status for r in lists] == [200, 410, 200]
+    assert "limit" not in parse_qs(lists[-1].query)
+    assert sorted(transformed[2:]) == ["late"] + [f"p{i}" for i in range(5)]

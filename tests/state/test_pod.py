@@ -1,0 +1,171 @@
+"""PodInfo's shared, read-only parts and compact_pod (what the daemon's pod informer stores)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from scheduler.state.labels import LabelIndex
+from scheduler.state.pod import FrozenDict, FrozenList, PodInfo, compact_pod
+
+
+def template_pod(name: str, node: str = "", **extra: Any) -> dict[str, Any]:
+    """A pod as an API server serves it: defaults and admission's tolerations filled in."""
+    spec: dict[str, Any] = {
+        "schedulerName": "default-scheduler",
+        "containers": [
+            {
+                "name": "app",
+                "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                "terminationMessagePolicy": "File",
+            }
+        ],
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }
+        ],
+        "securityContext": {},
+        **extra,
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "prod",
+            "uid": f"uid-{name}",
+            "resourceVersion": "7",
+            "labels": {"app": "web"},
+            "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {}}],
+        },
+        "spec": spec,
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+def decoded(obj: dict[str, Any]) -> dict[str, Any]:
+    """A fresh decode, as each pod arrives from the API server (no shared objects)."""
+    out: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    return out
+
+
+def test_compact_pod_keeps_the_pod_equal_but_drops_managed_fields() -> None:
+    original = template_pod("a", "n1")
+    raw = decoded(original)
+    assert compact_pod(raw) is raw
+    del original["metadata"]["managedFields"]
+    assert raw == original
+    assert orjson.dumps(raw) == orjson.dumps(original), "same JSON, same key order"
+
+
+def test_pods_of_one_template_share_parts_and_strings() -> None:
+    a = compact_pod(decoded(template_pod("a", "node-1")))
+    b = compact_pod(decoded(template_pod("b", "node-1")))
+    assert a["spec"]["containers"] is b["spec"]["containers"]
+    assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["spec"]["nodeName"] is b["spec"]["nodeName"]
+    assert a["status"]["phase"] is b["status"]["phase"]
+    assert a["metadata"] is not b["metadata"] and a["spec"] is not b["spec"]
+    assert (a["metadata"]["name"], b["metadata"]["name"]) == ("a", "b")
+
+
+def test_a_pod_of_its_own_still_shares_what_it_has_in_common() -> None:
+    # A service account token volume (and its mount) is named per pod.
+    def with_token(name: str, suffix: str) -> dict[str, Any]:
+        pod = template_pod(name, volumes=[{"name": f"token-{suffix}"}, {"name": "config"}])
+        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": f"token-{suffix}"}]
+        return pod
+
+    a = compact_pod(decoded(with_token("a", "xk2p9")))
+    b = compact_pod(decoded(with_token("b", "q8zt3")))
+    assert a["spec"]["containers"] is not b["spec"]["containers"]
+    assert a["spec"]["containers"][0]["resources"] is b["spec"]["containers"][0]["resources"]
+    assert a["spec"]["containers"][0]["image"] is b["spec"]["containers"][0]["image"]
+    assert a["spec"]["volumes"][1] is b["spec"]["volumes"][1]
+    assert a["spec"]["volumes"][0] == {"name": "token-xk2p9"}
+    assert b["spec"]["containers"][0]["volumeMounts"] == [{"name": "token-q8zt3"}]
+
+
+def test_compact_pod_leaves_odd_objects_alone() -> None:
+    odd: dict[str, Any] = {"metadata": [], "spec": "x", "status": None}
+    assert compact_pod(odd) == {"metadata": [], "spec": "x", "status": None}
+    huge = decoded(template_pod("a"))
+    huge["spec"]["containers"][0]["x"] = 2**70  # not JSON orjson can write: not shared
+    assert compact_pod(huge)["spec"]["containers"][0]["x"] == 2**70
+
+
+def test_pod_info_parses_a_compacted_pod_as_the_original() -> None:
+    plain = PodInfo.from_dict(decoded(template_pod("a", "n1")))
+    compacted = PodInfo.from_dict(compact_pod(decoded(template_pod("a", "n1"))))
+    for name in (
+        "key",
+        "labels",
+        "requests",
+        "non_zero_requests",
+        "tolerations",
+        "host_ports",
+        "images",
+        "node_name",
+        "phase",
+    ):
+        assert getattr(plain, name) == getattr(compacted, name), name
+    assert plain.key == "prod/a"
+    assert plain.requests == {"cpu": 100, "memory": 500 * 2**20}
+
+
+def test_parsed_parts_are_shared_and_read_only() -> None:
+    a = PodInfo.from_dict(decoded(template_pod("a")))
+    b = PodInfo.from_dict(decoded(template_pod("b")))
+    assert a.requests is b.requests and a.tolerations is b.tolerations
+    assert a.annotations is b.annotations and not a.annotations  # the shared empty map
+    with pytest.raises(TypeError, match="read-only"):
+        a.requests["cpu"] = 1
+    with pytest.raises(TypeError, match="read-only"):
+        a.tolerations.append(a.tolerations[0])
+    with pytest.raises(TypeError, match="read-only"):
+        a.annotations["x"] = "y"
+    with pytest.raises(TypeError, match="read-only"):
+        a.scheduling_gates.append("g")
+    # The memo is each pod's own, and made on first use.
+    a.cache["plugin"] = 1
+    assert b.cache == {} and a.cache == {"plugin": 1}
+
+
+def test_frozen_collections_copy_into_plain_ones() -> None:
+    d: FrozenDict[str, int] = FrozenDict({"cpu": 1})
+    items: FrozenList[int] = FrozenList([1, 2])
+    for copied in (dict(d), copy.copy(d), copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
+        assert type(copied) is dict and copied == {"cpu": 1}
+        copied["memory"] = 2
+    for listed in (list(items), copy.copy(items), pickle.loads(pickle.dumps(items))):
+        assert type(listed) is list and listed == [1, 2]
+    assert d | {"memory": 2} == {"cpu": 1, "memory": 2}
+    assert orjson.dumps(d) == b'{"cpu":1}' and orjson.dumps(items) == b"[1,2]"
+
+
+def test_label_index_rows_without_labels_and_cleared_rows() -> None:
+    index = LabelIndex(2)
+    index.set_row(0, {"app": "web"})
+    index.set_row(1, {})
+    assert index.match("app", "In", ["web"], np.arange(2)).tolist() == [True, False]
+    index.clear_row(0)
+    index.grow(4)
+    assert index.match("app", "Exists", [], np.arange(4)).tolist() == [False] * 4
+    index.set_row(3, {"app": "db"})
+    assert index.match("app", "NotIn", ["web"], np.arange(4)).tolist() == [True] * 4
+    assert index.match("app", "In", ["db"], np.arange(4)).tolist() == [False] * 3 + [True]
