@@ -94,9 +94,15 @@ async def test_list_falls_back_to_full_list_when_continue_token_expires(
     client.request = compact_after_first_page  # type: ignore[method-assign]
     emulator.request_log.clear()
 
-    items, _ = await client.list(PODS, limit=2)
+    def mark(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"]["annotations"] = {"transformed": "yes"}
+        return obj
+
+    items, _ = await client.list(PODS, limit=2, transform=mark)
 
     assert sorted(i["metadata"]["name"] for i in items) == ["late"] + [f"p{i}" for i in range(5)]
+    # The transform ran on the restarted full list's items too.
+    assert all(i["metadata"]["annotations"] == {"transformed": "yes"} for i in items)
     statuses = [r.status for r in requests_to(emulator, PODS, "GET")]
     assert statuses == [200, 410, 200]
     assert "limit" not in parse_qs(requests_to(emulator, PODS, "GET")[-1].query)

@@ -362,38 +362,3 @@ async def test_transform_applies_page_by_page_and_to_watch_events(
         obj["metadata"]["annotations"] == {"transformed": "yes"} for obj in informer.store.values()
     )
     assert "late" in seen_at_page
-
-
-async def test_transformed_list_falls_back_to_full_list_when_continue_token_expires(
-    client: KubeClient, emulator: EmulatorServer
-) -> None:
-    for i in range(5):
-        await create(client, f"p{i}")
-    original = client.request
-    calls = 0
-
-    async def compact_after_first_page(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        result = await original(*args, **kwargs)
-        calls += 1
-        if calls == 1:
-            # A write, then compaction: the token of page one is now too old.
-            emulator.store.create(emulator.store.type("", "v1", "pods"), pod("late"))
-            emulator.store.compact()
-        return result
-
-    client.request = compact_after_first_page  # type: ignore[method-assign]
-    emulator.request_log.clear()
-    transformed: list[str] = []
-
-    def transform(obj: dict[str, Any]) -> dict[str, Any]:
-        transformed.append(obj["metadata"]["name"])
-        return obj
-
-    informer = Informer(client, PODS, transform=transform, page_size=2)
-    async with running(informer):
-        assert sorted(informer.store) == ["default/late"] + [f"default/p{i}" for i in range(5)]
-    lists = [r for r in emulator.request_log if r.path == PODS and "watch" not in r.query]
-    assert [r.status for r in lists] == [200, 410, 200]
-    assert "limit" not in parse_qs(lists[-1].query)
-    assert sorted(transformed[2:]) == ["late"] + [f"p{i}" for i in range(5)]
