@@ -76,6 +76,12 @@ class FrameworkRunner(Protocol):
     ) -> Status: ...
 
 
+class Nominator(Protocol):
+    """Who holds a nomination where (the scheduling queue)."""
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
+
+
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
@@ -110,3 +116,13 @@ class Handle(Protocol):
 
     def activate_pods(self, pods: list[PodInfo]) -> None:
         """Move these pods from backoff/unschedulable to the active queue."""
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
+        """Pods holding a nomination (they won a preemption), by node name.
+
+        Includes pods already assumed or bound on a node (check
+        ``table.has_pod``); empty where the scheduler keeps no queue
+        (``explain``). Preemption's what-if checks count the room that
+        equal- or higher-priority nominated pods hold, as kube's
+        ``RunFilterPluginsWithNominatedPods`` does.
+        """

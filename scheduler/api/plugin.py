@@ -43,12 +43,19 @@ class Plugin:
       of node objects - not on pods on other nodes, on ``handle.store``
       objects or on time. NormalizeScore still runs over every feasible
       node each cycle. Plugins that return Skip for a pod do not count.
+    - ``pods_via_requested`` (API 1.1): a promise about Filter that its
+      verdict sees the pods on a node only through the NodeTable's
+      ``requested`` row (never ``table.pods``, ``ports`` or the pod table).
+      What-if checks that add or remove pods (nominated pods, preemption's
+      dry run) may then edit just those rows and judge many nodes in one
+      Filter run. A Filter that does not look at pods at all qualifies.
     """
 
     Args: ClassVar[type[BaseModel] | None] = None
     priority: ClassVar[int] = 0
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     node_local: ClassVar[bool] = False
+    pods_via_requested: ClassVar[bool] = False
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

@@ -337,6 +337,8 @@ class SchedulingQueue:
                 return self._take(self._entries[key])
         if self.pop_from_backoff:
             entry = self._earliest_unschedulable_backoff()
+            while entry is not None and not self._passes_pre_enqueue(entry.info):
+                entry = self._earliest_unschedulable_backoff()
             if entry is not None:
                 return self._take(entry)
         return None
@@ -430,17 +432,37 @@ class SchedulingQueue:
         self._put(info, BACKOFF)
 
     def _requeue(self, info: QueuedPodInfo) -> None:
+        # kube's moveToActiveQ/moveToBackoffQ run PreEnqueue again: a plugin
+        # may hold a pod back for a while (DefaultPreemption while the pod's
+        # victims are being deleted); the next event re-checks it.
+        if not self._passes_pre_enqueue(info):
+            return
         if self._clock() < self._backoff_expiry(info):
             self._put(info, BACKOFF)
         else:
             self._put(info, ACTIVE)
+
+    def _passes_pre_enqueue(self, info: QueuedPodInfo) -> bool:
+        """PreEnqueue for a pod moving towards activeQ; a rejected one goes to the gated pool."""
+        status = self._pre_enqueue(info.pod)
+        if status.is_success():
+            return True
+        # As kube's gated pods: the events its rejecting plugins care about
+        # re-check it (a pod not rejected by a named plugin yet waits for its
+        # gate's events).
+        if not info.unschedulable_plugins:
+            info.unschedulable_plugins = {status.plugin} if status.plugin else set()
+        self._put(info, GATED)
+        return False
 
     def flush_backoff_completed(self) -> None:
         now = self._clock()
         while self._backoff and self._backoff[0][0] <= now:
             _, token, key = heapq.heappop(self._backoff)
             if self._current(key, token, BACKOFF):
-                self._put(self._entries[key].info, ACTIVE)
+                info = self._entries[key].info
+                if self._passes_pre_enqueue(info):
+                    self._put(info, ACTIVE)
 
     def flush_unschedulable_leftover(self) -> None:
         now = self._clock()
@@ -471,11 +493,14 @@ class SchedulingQueue:
                 continue
             if not self._may_help(entry.info, event, old, new):
                 continue
-            moved += 1
             if entry.where == GATED:
-                self._enqueue_checked(entry.info)
+                # Re-checked; one still held back stays as it is.
+                if not self._pre_enqueue(entry.info.pod).is_success():
+                    continue
+                self._put(entry.info, ACTIVE)
             else:
                 self._requeue(entry.info)
+            moved += 1
         return moved
 
     def _interested(self, event: ClusterEvent) -> frozenset[str]:
@@ -514,5 +539,9 @@ class SchedulingQueue:
         """Move the named pods to activeQ right away (plugins' handle.activate_pods)."""
         for key in keys:
             entry = self._entries.get(key)
-            if entry is not None and entry.where in (BACKOFF, UNSCHEDULABLE):
+            if (
+                entry is not None
+                and entry.where in (BACKOFF, UNSCHEDULABLE, GATED)
+                and self._passes_pre_enqueue(entry.info)
+            ):
                 self._put(entry.info, ACTIVE)

@@ -124,6 +124,9 @@ class Scheduler:
             name: Algorithm(p.framework, seed=seed, nominator=queue, batching=True)
             for name, p in profiles.items()
         }
+        for profile in self.profiles.values():
+            # Preemption's what-if checks count the room nominated pods hold.
+            profile.handle.set_nominator(queue)
         self.cache = cache
         self.queue = queue
         self.io = io

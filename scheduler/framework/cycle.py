@@ -16,12 +16,12 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.handle import Nominator
 from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.framework.batching import BatchCache, pod_signature
@@ -72,12 +72,6 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-class Nominator(Protocol):
-    """Who holds a nomination where: pods that won a preemption, by node name."""
-
-    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
-
-
 class Algorithm:
     """Per-profile decision state: the tie-break RNG and the sampling start index."""
 
@@ -103,17 +97,17 @@ class Algorithm:
 
         kube-scheduler's RunFilterPluginsWithNominatedPods: pods of equal or
         higher priority that won a preemption on a node keep the room they
-        freed. Only nodes with such pods are re-checked (each on a clone of
-        the cycle state, as kube does); the pass without them is the normal
-        Filter run that already happened.
+        freed. Only nodes with such pods are re-checked, each on a clone of
+        the cycle state as kube does, or all in one Filter run when the
+        framework says editing ``requested`` rows is enough; the pass without
+        them is the normal Filter run that already happened.
         """
         nominated = self.nominator.nominated_pods() if self.nominator else {}
         if not nominated:
             return feasible
         table = feasible.table
-        keep = np.ones(len(feasible), dtype=np.bool_)
         position = {int(row): i for i, row in enumerate(feasible.rows.tolist())}
-        rejected: list[tuple[int, Status]] = []
+        loads: dict[int, tuple[str, list[PodInfo]]] = {}
         for node_name, pods in nominated.items():
             row = table.row_of(node_name)
             if row is None or row not in position:
@@ -123,8 +117,42 @@ class Algorithm:
                 for p in pods
                 if p.key != pod.key and p.priority >= pod.priority and not table.has_pod(p.key)
             ]
-            if not others:
-                continue
+            if others:
+                loads[row] = (node_name, others)
+        if not loads:
+            return feasible
+        if self.framework.filters_read_requested_only(state):
+            rejected = self._nominated_rejections_at_once(state, pod, table, loads)
+        else:
+            rejected = self._nominated_rejections_one_by_one(state, pod, table, loads)
+        keep = np.ones(len(feasible), dtype=np.bool_)
+        for row, _ in rejected:
+            keep[position[row]] = False
+        for row, status in rejected:
+            code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
+            reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]
+            diagnosis.add(
+                Rejection(
+                    status.plugin or "NominatedPods",
+                    np.asarray([row], dtype=np.int64),
+                    np.asarray([code], dtype=np.int8),
+                    np.asarray([(1 << len(reasons)) - 1], dtype=np.uint64),
+                    reasons,
+                )
+            )
+        return feasible.subset(keep) if rejected else feasible
+
+    def _nominated_rejections_one_by_one(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        loads: Mapping[int, tuple[str, list[PodInfo]]],
+    ) -> list[tuple[int, Status]]:
+        """Each loaded node on its own: its nominated pods added to the table and to a
+        clone of the cycle state (AddPod extensions), then Filter on that node."""
+        rejected: list[tuple[int, Status]] = []
+        for row, (node_name, others) in loads.items():
             node = NodeInfo(table, row)
             trial = state.clone()
             added: list[str] = []
@@ -142,21 +170,51 @@ class Algorithm:
                 for key in added:
                     table.remove_pod(key)
             if not status.is_success():
-                keep[position[row]] = False
                 rejected.append((row, status))
-        for row, status in rejected:
-            code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
-            reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]
-            diagnosis.add(
-                Rejection(
-                    status.plugin or "NominatedPods",
-                    np.asarray([row], dtype=np.int64),
-                    np.asarray([code], dtype=np.int8),
-                    np.asarray([(1 << len(reasons)) - 1], dtype=np.uint64),
-                    reasons,
-                )
+        return rejected
+
+    def _nominated_rejections_at_once(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        loads: Mapping[int, tuple[str, list[PodInfo]]],
+    ) -> list[tuple[int, Status]]:
+        """All loaded nodes in one Filter run, their nominated pods added to ``requested``.
+
+        Exact when :meth:`Framework.filters_read_requested_only` holds; the
+        rows are restored before returning. Statuses are each node's first
+        rejection, as the node-by-node check gives.
+        """
+        rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
+        vectors = [[table.occupancy(p) for p in others] for _, others in loads.values()]
+        width = len(table.resources)  # final: occupancy() adds any missing column
+        extra = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row_vectors in enumerate(vectors):
+            for vector in row_vectors:
+                extra[i, : len(vector)] += vector
+        requested = table.requested
+        try:
+            requested[rows] += extra
+            outcome = self.framework.run_filter(state, pod, NodeSet(table, rows))
+        finally:
+            requested[rows] -= extra
+        if not outcome.status.is_success():
+            return [(int(row), outcome.status) for row in rows.tolist()]
+        passed = set(outcome.feasible.rows.tolist())
+        verdicts = outcome.diagnosis.node_verdicts
+        rejected: list[tuple[int, Status]] = []
+        for row in rows.tolist():
+            if row in passed:
+                continue
+            verdict = verdicts.get(table.names[row])
+            status = (
+                Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
+                if verdict is not None
+                else Status.unschedulable()
             )
-        return feasible.subset(keep) if rejected else feasible
+            rejected.append((row, status))
+        return rejected
 
     def schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0

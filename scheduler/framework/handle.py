@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.api.handle import FrameworkRunner, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.handle import FrameworkRunner, KubeClient, Nominator, ObjectStore, WaitingPod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
@@ -119,6 +119,7 @@ class FrameworkHandle:
             profile=profile_name, plugin=plugin_name
         )
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
+        self._nominator: list[Nominator] = []  # likewise
 
     def for_plugin(self, plugin_name: str) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``."""
@@ -133,10 +134,20 @@ class FrameworkHandle:
             plugin_name=plugin_name,
         )
         copy._framework = self._framework
+        copy._nominator = self._nominator
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
         self._framework[:] = [framework]
+
+    def set_nominator(self, nominator: Nominator | None) -> None:
+        """Where :meth:`nominated_pods` reads from (the daemon's scheduling queue)."""
+        self._nominator[:] = [nominator] if nominator is not None else []
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
+        if not self._nominator:
+            return {}
+        return self._nominator[0].nominated_pods()
 
     @property
     def framework(self) -> FrameworkRunner:

@@ -395,6 +395,25 @@ class Framework:
         self.recorder.point_duration("Filter", Code.SUCCESS, time.perf_counter() - start)
         return FilterOutcome(candidates, diagnosis, Status.success())
 
+    def filters_read_requested_only(self, state: CycleState) -> bool:
+        """Whether a what-if may add or remove pods by editing ``requested`` rows alone.
+
+        True when no PreFilter AddPod/RemovePod extension runs for the pod and
+        every Filter plugin that runs declares ``pods_via_requested``. As a
+        Filter verdict for a node depends on that node alone, one Filter run
+        then judges many nodes, each in its own what-if state.
+        """
+        skip = state.skip_filter_plugins
+        for call in (*self.add_pod_calls, *self.remove_pod_calls):
+            if call.plugin not in skip:
+                return False
+        plugins = self.plugins
+        return all(
+            getattr(plugins.get(c.plugin), "pods_via_requested", False)
+            for c in self.filter_calls
+            if c.plugin not in skip
+        )
+
     def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Filter one node (preemption's what-if check); the first rejection wins."""
         nodes = NodeSet(node.table, np.asarray([node.row], dtype=np.int64))

@@ -20,9 +20,14 @@ Called only when no node fits the pod. Semantics follow kube-scheduler's
    copy of the cycle state); if the pod then passes every Filter plugin, the
    removed pods are re-added one by one, PDB-violating ones first and each
    group from the most important (higher priority, then earlier start), and
-   each that still leaves room stays. The rest are the victims. The table is
-   restored before the next node is tried: the scheduling cycle is
-   synchronous, so nobody else sees the what-if state.
+   each that still leaves room stays. The rest are the victims. Every check
+   counts the pods nominated to the node with at least the pod's priority
+   (kube's ``RunFilterPluginsWithNominatedPods``: Filter runs with them, then
+   without them; both must pass). The table is restored before the next node
+   is tried: the scheduling cycle is synchronous, so nobody else sees the
+   what-if state. Where the Filter plugins that run only read a node's
+   ``requested`` row of what pods change, and no AddPod/RemovePod extension
+   runs, many nodes are evaluated at once, with the same outcome.
 4. **Choice of node.** Fewest PDB violations, then the lowest highest-victim
    priority, the smallest sum of victim priorities, the fewest victims, the
    latest start time among the highest-priority victims, then the first.
@@ -31,7 +36,10 @@ Called only when no node fits the pod. Semantics follow kube-scheduler's
    is added to the victim's status, then ``DELETE`` with a UID precondition,
    then a ``Preempted`` event. Lower-priority pods nominated to the chosen
    node lose their nomination. The pod itself is nominated to the node by
-   the framework from the returned :class:`PostFilterResult`.
+   the framework from the returned :class:`PostFilterResult`. All victims
+   but the last go in parallel; meanwhile PreEnqueue holds the pod back, and
+   it is let through once the last victim is seen gone, so that victim's
+   deletion event retries it (kube's order, which never strands the pod).
 
 When no candidate exists, the status explains why per node, in kube's words
 ("preemption: 0/N nodes are available: ...").
@@ -45,7 +53,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +65,7 @@ from scheduler.api import (
     Diagnosis,
     Handle,
     NodeInfo,
+    NodeSet,
     NodeTable,
     ObjectStore,
     Plugin,
@@ -86,8 +95,18 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # negative priorities do not make more victims look cheaper.
 _PRIORITY_OFFSET = 2**31
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NEVER = 2**63 - 1  # a start time later than any
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+# What selecting victims on one node gives: victims, how many violate a budget, status.
+VictimsResult = tuple[list[PodInfo], int, Status]
+
+# Per-pod memo in ``PodInfo.cache``: the parsed start time.
+_START_KEY = NAME + "/startTime"
+
+# Nodes evaluated beyond those still needed, per chunk of the batched dry run.
+BATCH_MARGIN = 16
 
 
 class DefaultPreemptionArgs(PluginArgs):
@@ -154,13 +173,22 @@ class DisruptionBudget:
 
 def start_time_ns(pod: PodInfo, now_ns: int) -> int:
     """``status.startTime`` in ns since the epoch; pods not started yet count as ``now``."""
+    cache = pod.cache
+    if _START_KEY in cache:
+        parsed: int | None = cache[_START_KEY]
+    else:
+        parsed = cache[_START_KEY] = _parse_start_time(pod)
+    return now_ns if parsed is None else parsed
+
+
+def _parse_start_time(pod: PodInfo) -> int | None:
     value = (pod.raw.get("status") or {}).get("startTime")
     if not isinstance(value, str) or not value:
-        return now_ns
+        return None
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return now_ns
+        return None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return (parsed - _EPOCH) // timedelta(microseconds=1) * 1000
@@ -286,6 +314,39 @@ def _is_gone(err: BaseException) -> bool:
     return getattr(err, "status", None) in (404, 409)
 
 
+def _stack(vectors: Sequence[IntArray], width: int) -> IntArray:
+    """Vectors as the rows of a matrix; those made before a column was added are padded."""
+    if any(len(v) != width for v in vectors):
+        vectors = [np.pad(v, (0, width - len(v))) for v in vectors]
+    return np.stack(vectors)
+
+
+@dataclass(slots=True)
+class _RowPods:
+    """A node's pods as the batched dry run needs them, valid for one row generation."""
+
+    generation: int
+    resources: list[str]  # the table's column list: identifies the table
+    width: int
+    pods: list[PodInfo]
+    vectors: IntArray  # what each pod adds to ``requested``
+    priorities: IntArray
+    total: IntArray
+    min_priority: int
+    max_priority: int
+    # (pod, vector) most important first, as sorted at any "now" after ``latest_start``.
+    in_order: list[tuple[PodInfo, IntArray]]
+    latest_start: int
+
+
+def _same_pod(a: PodInfo, b: PodInfo) -> bool:
+    return a.key == b.key or (bool(a.uid) and a.uid == b.uid)
+
+
+class _BatchFramework(Protocol):
+    def run_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Any: ...
+
+
 class _ExtensionFailed(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message())
@@ -312,7 +373,12 @@ class DefaultPreemption(Plugin):
         self.offset_rand: Callable[[int], int] = random.Random().randrange
         #: Clock for pods without a start time (they count as started now).
         self.clock_ns: Callable[[], int] = time.time_ns
+        #: Evaluate nodes in chunks where that is exact (see ``batchable``); off: node by node.
+        self.batching = True
+        self._rows: dict[int, _RowPods] = {}
         self._preempting: set[str] = set()
+        # Preemptor uid -> its last victim's key, while that victim is still in the table.
+        self._last_victim: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # Ask for the PDB store now, not at the first preemption: the daemon
         # starts (and waits for) the informers of stores requested before it
@@ -329,6 +395,28 @@ class DefaultPreemption(Plugin):
     def is_preempting(self, uid: str) -> bool:
         """Whether the victims of this preemptor are still being deleted."""
         return uid in self._preempting
+
+    # -- PreEnqueue -------------------------------------------------------------------------
+
+    @hookimpl
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        """Hold the pod back while its victims are being deleted (kube's async preemption).
+
+        It is let through before the last victim goes, so that victim's
+        deletion event retries it once every victim is gone.
+        """
+        uid = pod.uid or pod.key
+        if self.is_preempting(uid):
+            return Status.unresolvable(MSG_IN_PROGRESS)
+        last = self._last_victim.get(uid)
+        if last is not None:
+            # Until its deletion is seen: an unrelated event in between must
+            # not retry the pod while the room is not free yet (it would find
+            # no room, and preempt again elsewhere).
+            if self.handle.table.has_pod(last):
+                return Status.unresolvable(MSG_IN_PROGRESS)
+            del self._last_victim[uid]
+        return None
 
     # -- PostFilter -------------------------------------------------------------------------
 
@@ -442,6 +530,32 @@ class DefaultPreemption(Plugin):
             self._pdb_store = self.handle.store(*PDB_RESOURCE)
         return [DisruptionBudget.from_dict(o) for o in self._pdb_store.list(None)]
 
+    def nominated_by_node(self, pod: PodInfo) -> dict[str, list[PodInfo]]:
+        """The pods nominated to each node whose room ``pod`` must leave alone.
+
+        kube's ``addGENominatedPods``: nominated pods of equal or higher
+        priority, other than the pod itself, that are not assumed or bound yet
+        (those are in the table already). Lower-priority ones are ignored: a
+        pod may take room freed for a less important one.
+        """
+        source = getattr(self.handle, "nominated_pods", None)
+        if not callable(source):
+            return {}
+        nominations = cast("Mapping[str, Sequence[PodInfo]]", source())
+        if not nominations:
+            return {}
+        table = self.handle.table
+        out: dict[str, list[PodInfo]] = {}
+        for node_name, pods in nominations.items():
+            keep = [
+                p
+                for p in pods
+                if p.priority >= pod.priority and not _same_pod(p, pod) and not table.has_pod(p.key)
+            ]
+            if keep:
+                out[node_name] = keep
+        return out
+
     def dry_run_preemption(
         self,
         state: CycleState,
@@ -451,39 +565,73 @@ class DefaultPreemption(Plugin):
         offset: int,
         num_candidates: int,
         now_ns: int,
+        nominated: Mapping[str, Sequence[PodInfo]] | None = None,
     ) -> tuple[list[Candidate], dict[str, Status], list[Status]]:
         """Select victims node by node from ``offset`` until enough candidates are found.
 
         Returns the candidates (those violating no budget first), the status
-        of every node that cannot become one, and the errors met.
+        of every node visited that cannot become one, and the errors met.
+        ``nominated`` defaults to :meth:`nominated_by_node`.
+
+        Where :meth:`batchable` holds, nodes are evaluated in chunks (see
+        :meth:`select_victims_batch`) in the same visiting order; results past
+        the node where the search stops are discarded, so the outcome is the
+        one of the node-by-node walk.
         """
         table = self.handle.table
+        if nominated is None:
+            nominated = self.nominated_by_node(pod)
         limit = max(num_candidates, 1)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         errors: list[Status] = []
         n = len(rows)
-        for i in range(n):
-            row = int(rows[(offset + i) % n])
-            node_name = table.names[row]
-            victims, violations, status = self.select_victims_on_node(
-                state.clone(), pod, row, budgets, now_ns
-            )
-            if status.is_success() and victims:
-                group = violating if violations else non_violating
-                if len(group) < limit:
-                    group.append(Candidate(node_name, tuple(victims), violations))
-                if non_violating and len(non_violating) + len(violating) >= limit:
-                    break
-                continue
-            if status.is_success():
-                status = Status.error_status(
-                    f'expected at least one victim pod on node "{node_name}"'
+        order = np.concatenate((rows[offset:], rows[:offset])) if n else rows
+        batch = self.batching and self.batchable(state)
+        start = 0
+        found = 0  # nodes visited that became candidates
+        while start < n:
+            results: Iterable[VictimsResult] | None = None
+            if batch:
+                # Enough nodes for the candidates still needed at the rate seen so far.
+                need = max(limit - len(non_violating) - len(violating), 1)
+                rate = (found + 1) / (start + 1)
+                size = int(need * 1.25 / rate) + BATCH_MARGIN
+                chunk = order[start : start + size]
+                results = self.select_victims_batch(state, pod, chunk, budgets, now_ns, nominated)
+            else:
+                chunk = order[start : start + 1]
+            if results is None:  # node by node (lazily: the walk may stop early)
+                results = (
+                    self.select_victims_on_node(
+                        state.clone(),
+                        pod,
+                        row,
+                        budgets,
+                        now_ns,
+                        nominated.get(table.names[row], ()),
+                    )
+                    for row in chunk.tolist()
                 )
-            if status.code is Code.ERROR:
-                errors.append(status)
-            statuses[node_name] = status
+            start += len(chunk)
+            for row, (victims, violations, status) in zip(chunk.tolist(), results, strict=False):
+                node_name = table.names[row]
+                if status.is_success() and victims:
+                    found += 1
+                    group = violating if violations else non_violating
+                    if len(group) < limit:
+                        group.append(Candidate(node_name, tuple(victims), violations))
+                    if non_violating and len(non_violating) + len(violating) >= limit:
+                        return non_violating + violating, statuses, errors
+                    continue
+                if status.is_success():
+                    status = Status.error_status(
+                        f'expected at least one victim pod on node "{node_name}"'
+                    )
+                if status.code is Code.ERROR:
+                    errors.append(status)
+                statuses[node_name] = status
         return non_violating + violating, statuses, errors
 
     def select_victims_on_node(
@@ -493,12 +641,15 @@ class DefaultPreemption(Plugin):
         row: int,
         budgets: Sequence[DisruptionBudget],
         now_ns: int,
-    ) -> tuple[list[PodInfo], int, Status]:
+        nominated: Sequence[PodInfo] = (),
+    ) -> VictimsResult:
         """kube's ``SelectVictimsOnNode``: the fewest pods whose removal lets ``pod`` fit.
 
         Returns the victims (most important first), how many of them violate
-        a budget, and the status. ``state`` is mutated (pass a clone); the
-        table is restored before returning.
+        a budget, and the status. Every check counts ``nominated`` (the pods
+        nominated to this node that ``pod`` must make room for) as kube's
+        ``RunFilterPluginsWithNominatedPods`` does. ``state`` is mutated (pass
+        a clone); the table is restored before returning.
         """
         table = self.handle.table
         framework = self.handle.framework
@@ -526,7 +677,7 @@ class DefaultPreemption(Plugin):
         try:
             for victim in potential:
                 remove(victim)
-            status = framework.run_filter_with_nominated(state, pod, node)
+            status = self.filter_with_nominated(state, pod, node, nominated)
             if not status.is_success():
                 return [], 0, status
             potential.sort(key=importance_key(now_ns))
@@ -536,7 +687,7 @@ class DefaultPreemption(Plugin):
             for group, violates in ((violating, 1), (non_violating, 0)):
                 for victim in group:
                     add(victim)
-                    if framework.run_filter_with_nominated(state, pod, node).is_success():
+                    if self.filter_with_nominated(state, pod, node, nominated).is_success():
                         continue
                     remove(victim)
                     victims.append(victim)
@@ -548,6 +699,271 @@ class DefaultPreemption(Plugin):
             return [], 0, failed.status
         finally:
             _restore(table, removed.values(), node_name)
+
+    def filter_with_nominated(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]
+    ) -> Status:
+        """kube's ``RunFilterPluginsWithNominatedPods`` on one node.
+
+        With ``nominated`` pods, Filter runs first as if they were on the node
+        (added to the table and, through the PreFilter AddPod extensions, to a
+        copy of ``state``), then, if that passed, without them: both must pass.
+        """
+        framework = self.handle.framework
+        if nominated:
+            table = node.table
+            trial = state.clone()
+            added: list[str] = []
+            try:
+                for other in nominated:
+                    table.add_pod(other, node.name)
+                    added.append(other.key)
+                    extension = framework.run_pre_filter_add_pod(trial, pod, other, node)
+                    if not extension.is_success():
+                        return _as_error(extension)
+                status = framework.run_filter_with_nominated(trial, pod, node)
+            finally:
+                for key in added:
+                    table.remove_pod(key)
+            if not status.is_success():
+                return status
+        return framework.run_filter_with_nominated(state, pod, node)
+
+    # -- the same, for many nodes at once ---------------------------------------------------
+
+    def batchable(self, state: CycleState) -> bool:
+        """Whether :meth:`select_victims_batch` is exact for this pod's cycle.
+
+        It is when the framework says a what-if may edit ``requested`` rows
+        alone (no AddPod/RemovePod extension runs and every Filter that runs
+        declares ``pods_via_requested``): a node's what-if state is then its
+        ``requested`` row, and one Filter run judges many nodes.
+        """
+        check = getattr(self.handle.framework, "filters_read_requested_only", None)
+        return bool(check(state)) if callable(check) else False
+
+    def select_victims_batch(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        nominated: Mapping[str, Sequence[PodInfo]],
+    ) -> list[VictimsResult] | None:
+        """:meth:`select_victims_on_node` for each of ``rows``, all at once.
+
+        Only valid where :meth:`batchable` holds. Every lower-priority pod is
+        taken off its node's ``requested`` row, one Filter run (two with
+        nominated pods) tells which nodes can become candidates, then the
+        reprieves go in rounds: round *k* puts back each candidate's *k*-th
+        pod in reprieve order and one Filter run decides for all of them. The
+        rows are restored before returning. None if a Filter plugin failed
+        (the caller then goes node by node, which tells which node erred).
+        """
+        table = self.handle.table
+        priority = pod.priority
+        results: list[VictimsResult | None] = [None] * len(rows)
+        row_list = rows.tolist()
+        generations = table.generation[rows].tolist()
+        positions: list[int] = []  # of the nodes with potential victims
+        memos: list[_RowPods] = []
+        lower_rows: list[IntArray] = []
+        nominated_vectors: list[IntArray] = []
+        nominated_owners: list[int] = []
+        for position, row in enumerate(row_list):
+            memo = self._row_pods(table, row, generations[position])
+            if memo.min_priority >= priority:
+                results[position] = ([], 0, Status.unresolvable(MSG_NO_VICTIMS))
+                continue
+            j = len(positions)
+            positions.append(position)
+            memos.append(memo)
+            if memo.max_priority < priority:
+                lower_rows.append(memo.total)
+            else:
+                lower_rows.append(memo.vectors[memo.priorities < priority].sum(axis=0))
+            for other in nominated.get(table.names[row], ()):
+                nominated_vectors.append(table.occupancy(other))
+                nominated_owners.append(j)
+        if not positions:
+            return cast("list[VictimsResult]", results)
+        width = len(table.resources)  # final: the vectors above added any new column
+        count = len(positions)
+        lower = _stack(lower_rows, width)
+        extra = np.zeros((count, width), dtype=np.int64)
+        has_extra = np.zeros(count, dtype=np.bool_)
+        if nominated_vectors:
+            np.add.at(extra, nominated_owners, _stack(nominated_vectors, width))
+            has_extra[nominated_owners] = True
+        target = rows[positions]
+        requested = table.requested
+        saved = requested[target]
+        victims: list[list[PodInfo]] = [[] for _ in range(count)]
+        violations = [0] * count
+        mixed: set[int] = set()
+        key = importance_key(now_ns)
+        try:
+            requested[target] -= lower
+            first = self._filter_batch(state, pod, target, extra, has_extra)
+            if first is None:
+                return None
+            fits, diagnoses = first
+            plans: dict[int, list[tuple[PodInfo, IntArray, int]]] = {}
+            for j in np.flatnonzero(fits).tolist():
+                memo = memos[j]
+                if memo.latest_start < now_ns:
+                    pairs = memo.in_order
+                else:
+                    pairs = sorted(
+                        zip(memo.pods, memo.vectors, strict=True), key=lambda x: key(x[0])
+                    )
+                if memo.max_priority >= priority:
+                    pairs = [pair for pair in pairs if pair[0].priority < priority]
+                if not budgets:
+                    plans[j] = [(p, v, 0) for p, v in pairs]
+                    continue
+                violating, non_violating = filter_pods_with_pdb_violation(
+                    [p for p, _ in pairs], budgets
+                )
+                bad = {id(p) for p in violating}
+                plans[j] = [(p, v, 1) for p, v in pairs if id(p) in bad] + [
+                    (p, v, 0) for p, v in pairs if id(p) not in bad
+                ]
+                if violating and non_violating:
+                    mixed.add(j)
+            active = list(plans)
+            k = 0
+            while active:
+                active = [j for j in active if len(plans[j]) > k]
+                if not active:
+                    break
+                index = np.asarray(active, dtype=np.int64)
+                some = target[index]
+                back = np.stack([plans[j][k][1] for j in active])
+                requested[some] += back
+                got = self._filter_batch(state, pod, some, extra[index], has_extra[index])
+                if got is None:
+                    return None
+                failed = ~got[0]
+                if failed.any():
+                    requested[some[failed]] -= back[failed]
+                    for a in np.flatnonzero(failed).tolist():
+                        j = active[a]
+                        victim, _, violates = plans[j][k]
+                        victims[j].append(victim)
+                        violations[j] += violates
+                k += 1
+        finally:
+            if table.requested is requested:
+                requested[target] = saved
+            else:  # a column was added meanwhile (the table copied the arrays)
+                table.requested[target, : saved.shape[1]] = saved
+        verdicts: dict[str, Any] = {}
+        for diagnosis in diagnoses:
+            verdicts.update(diagnosis.node_verdicts)
+        for j, position in enumerate(positions):
+            if fits[j]:
+                chosen = victims[j]
+                if j in mixed:
+                    chosen.sort(key=key)
+                results[position] = (chosen, violations[j], Status.success())
+                continue
+            verdict = verdicts.get(table.names[row_list[position]])
+            status = (
+                Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
+                if verdict is not None
+                else Status.unschedulable()
+            )
+            results[position] = ([], 0, status)
+        return cast("list[VictimsResult]", results)
+
+    def _row_pods(self, table: NodeTable, row: int, generation: int) -> _RowPods:
+        """The pods on a row with their priorities and vectors (memoised per row).
+
+        Valid while the row holds the same pod objects in the same order: a
+        what-if that adds and removes a pod (the cycle's nominated-pods check)
+        moves the row's generation but leaves the memo good.
+        """
+        memo = self._rows.get(row)
+        on_row = table.pods[row]
+        if (
+            memo is not None
+            and memo.resources is table.resources
+            and memo.width == len(table.resources)
+        ):
+            if memo.generation == generation:
+                return memo
+            if len(memo.pods) == len(on_row) and all(
+                a is b for a, b in zip(memo.pods, on_row.values(), strict=True)
+            ):
+                memo.generation = generation
+                return memo
+        pods = list(on_row.values())
+        vectors = [table.occupancy(p) for p in pods]
+        width = len(table.resources)
+        matrix = _stack(vectors, width) if pods else np.zeros((0, width), dtype=np.int64)
+        priorities = np.asarray([p.priority for p in pods], dtype=np.int64)
+        # The reprieve order, with pods not started yet last among their priority:
+        # what sorting with any "now" later than every known start time gives.
+        starts = [start_time_ns(p, _NEVER) for p in pods]
+        latest_start = max((t for t in starts if t != _NEVER), default=-_NEVER)
+        order = sorted(range(len(pods)), key=lambda i: (-pods[i].priority, starts[i]))
+        in_order = [(pods[i], matrix[i]) for i in order]
+        memo = _RowPods(
+            generation=generation,
+            resources=table.resources,
+            width=width,
+            pods=pods,
+            vectors=matrix,
+            priorities=priorities,
+            total=matrix.sum(axis=0),
+            min_priority=min((p.priority for p in pods), default=2**63 - 1),
+            max_priority=max((p.priority for p in pods), default=-(2**63)),
+            in_order=in_order,
+            latest_start=latest_start,
+        )
+        self._rows[row] = memo
+        return memo
+
+    def _filter_batch(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        extra: IntArray,
+        has_extra: BoolArray,
+    ) -> tuple[BoolArray, list[Diagnosis]] | None:
+        """Filter ``rows`` with nominated pods (``extra`` requests) counted, then without.
+
+        Returns which rows pass both and the diagnoses of the runs (each
+        failing row is in exactly one); None if a Filter plugin failed.
+        """
+        table = self.handle.table
+        run_filter = cast("_BatchFramework", self.handle.framework).run_filter
+        requested = table.requested
+        with_extra = np.flatnonzero(has_extra)
+        if len(with_extra):
+            loaded = rows[with_extra]
+            requested[loaded] += extra[with_extra]
+            try:
+                outcome = run_filter(state, pod, NodeSet(table, rows))
+            finally:
+                requested[loaded] -= extra[with_extra]
+        else:
+            outcome = run_filter(state, pod, NodeSet(table, rows))
+        if not outcome.status.is_success():
+            return None
+        fits = np.isin(rows, outcome.feasible.rows)
+        diagnoses = [outcome.diagnosis]
+        again = np.flatnonzero(has_extra & fits)
+        if len(again):
+            second = run_filter(state, pod, NodeSet(table, rows[again]))
+            if not second.status.is_success():
+                return None
+            fits[again] = np.isin(rows[again], second.feasible.rows)
+            diagnoses.append(second.diagnosis)
+        return fits, diagnoses
 
     def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
         """The best candidate by kube's criteria (see :func:`pick_one_node`)."""
@@ -584,7 +1000,7 @@ class DefaultPreemption(Plugin):
 
     async def _evict(self, node: str, pod: PodInfo, victims: list[PodInfo]) -> None:
         uid = pod.uid or pod.key
-        failed = False
+        failed = silent = False
         try:
             try:
                 await self._clear_lower_priority_nominations(pod, node)
@@ -595,25 +1011,46 @@ class DefaultPreemption(Plugin):
                     node=node,
                     error=str(err),
                 )
-            results = await asyncio.gather(
-                *(self._preempt_victim(pod, node, v) for v in victims), return_exceptions=True
+            # Every victim but the last in parallel; the pod stops counting as
+            # preempting before the last one goes (kube's order). Otherwise all
+            # the deletion events could be handled while it still counts, its
+            # retry would be turned away ("waiting for the preemption ...") and
+            # no further event would come to retry it.
+            failed |= await self._preempt_victims(pod, node, victims[:-1])
+            last = victims[-1:]
+            # A waiting victim is rejected at Permit, not deleted: no event follows.
+            silent = (
+                bool(last) and self.handle.get_waiting_pod(last[0].uid or last[0].key) is not None
             )
-            for victim, outcome in zip(victims, results, strict=True):
-                if isinstance(outcome, BaseException):
-                    failed = True
-                    self.handle.logger.warning(
-                        "preempting victim failed",
-                        pod=pod.key,
-                        victim=victim.key,
-                        node=node,
-                        error=str(outcome),
-                    )
+            if last and not silent:
+                self._last_victim[uid] = last[0].key
+            self._preempting.discard(uid)
+            failed |= await self._preempt_victims(pod, node, last)
         finally:
             self._preempting.discard(uid)
-        if failed:
+        if failed or silent:
+            self._last_victim.pop(uid, None)
             # The pod may wait in the unschedulable pool for events that will
             # not come; retry it now, as kube does.
             self.handle.activate_pods([pod])
+
+    async def _preempt_victims(self, pod: PodInfo, node: str, victims: list[PodInfo]) -> bool:
+        """Preempt ``victims`` concurrently; True if any failed (each failure is logged)."""
+        results = await asyncio.gather(
+            *(self._preempt_victim(pod, node, v) for v in victims), return_exceptions=True
+        )
+        failed = False
+        for victim, outcome in zip(victims, results, strict=True):
+            if isinstance(outcome, BaseException):
+                failed = True
+                self.handle.logger.warning(
+                    "preempting victim failed",
+                    pod=pod.key,
+                    victim=victim.key,
+                    node=node,
+                    error=str(outcome),
+                )
+        return failed
 
     async def _preempt_victim(self, pod: PodInfo, node: str, victim: PodInfo) -> None:
         waiting = self.handle.get_waiting_pod(victim.uid or victim.key)

@@ -187,6 +187,7 @@ class NodeAffinity(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
+    pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
     Args = NodeAffinityArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:

@@ -42,6 +42,7 @@ class NodeName(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = "NodeName"
     node_local: ClassVar[bool] = True  # results per node depend on that node only
+    pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:

@@ -90,6 +90,7 @@ class TaintToleration(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
+    pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:

@@ -31,6 +31,7 @@ from scheduler.state.podtable import PodTable
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
 BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+_OCCUPANCY_KEY = "NodeTable/occupancy"  # in PodInfo.cache
 
 
 class InvalidNodeError(ValueError):
@@ -170,6 +171,22 @@ class NodeTable:
             if name != "pods":
                 vec[self.resource_index[name]] = amount
         return vec
+
+    def occupancy(self, pod: PodInfo) -> npt.NDArray[np.int64]:
+        """What ``pod`` adds to its node's ``requested`` row, one slot of ``pods`` included.
+
+        Memoised on the pod, keyed by this table's column list (columns are
+        only ever appended): what-if checks add and take off many such rows.
+        Read-only: it is shared.
+        """
+        memo = pod.cache.get(_OCCUPANCY_KEY)
+        if memo is not None and memo[0] is self.resources and len(memo[1]) == len(self.resources):
+            vector: npt.NDArray[np.int64] = memo[1]
+            return vector
+        vector = self.request_vector(pod.requests)
+        vector[PODS] = 1  # a pod takes one slot whatever it requests
+        pod.cache[_OCCUPANCY_KEY] = (self.resources, vector)
+        return vector
 
     def _taint_column(self, taint: Taint) -> int:
         tid = self.taint_ids.get(taint)

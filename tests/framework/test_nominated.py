@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
+
+import pytest
 
 from scheduler.api import CycleState, PodInfo
 from scheduler.framework.cycle import Algorithm
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.state.nodetable import NodeTable
 from tests.framework.helpers import handle, make_framework, node, pod, table_of
+from tests.framework.test_batching import _templates, default_profile, random_node, replica
 
 
 class StaticNominator:
@@ -53,3 +58,51 @@ def test_the_nominee_itself_is_not_blocked_by_its_own_nomination() -> None:
     result = algorithm.schedule(CycleState(), nominee, table)
     assert result.filter_outcome is not None
     assert "n1" in result.filter_outcome.feasible.names
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_nominated_check_at_once_equals_node_by_node(seed: int) -> None:
+    """The one-Filter-run check (``requested`` rows edited) decides as the per-node one."""
+    rng = random.Random(seed)
+    table = NodeTable()
+    for i in range(25):
+        table.upsert_node(random_node(rng, i))
+    framework = default_profile(table).framework
+    algorithm = Algorithm(framework, seed=0)
+    templates = [t for t in _templates() if not t["spec"]["containers"][0].get("ports")]
+    names = list(table.index)
+    for i in range(40):
+        table.add_pod(replica(rng.choice(templates), f"placed-{i}"), rng.choice(names))
+    loads: dict[int, tuple[str, list[PodInfo]]] = {}
+    for name in rng.sample(names, 12):
+        others = [
+            replica(rng.choice(templates), f"nominee-{name}-{j}") for j in range(rng.randint(1, 3))
+        ]
+        loads[table.index[name]] = (name, others)
+    requested = table.requested.copy()
+    compared = 0
+    for k, template in enumerate(templates):
+        incoming = replica(template, f"incoming-{k}")
+        state = framework.new_cycle_state()
+        framework.run_pre_filter(state, incoming, table.all_nodes())
+        assert framework.filters_read_requested_only(state)
+        one = algorithm._nominated_rejections_one_by_one(state, incoming, table, loads)
+        at_once = algorithm._nominated_rejections_at_once(state, incoming, table, loads)
+        assert [(r, s.code, s.reasons, s.plugin) for r, s in at_once] == [
+            (r, s.code, s.reasons, s.plugin) for r, s in one
+        ], template["spec"]
+        compared += len(one)
+        assert (table.requested == requested).all()
+    assert compared > 0, "some nominee must have been in the way"
+
+
+def test_host_ports_make_the_check_node_by_node() -> None:
+    """NodePorts reads the ports on a node, not ``requested``: no one-run shortcut."""
+    table = table_of(node("n1"))
+    framework = default_profile(table).framework
+    incoming = pod(
+        "web", containers=[{"name": "c", "ports": [{"containerPort": 80, "hostPort": 80}]}]
+    )
+    state = framework.new_cycle_state()
+    framework.run_pre_filter(state, incoming, table.all_nodes())
+    assert not framework.filters_read_requested_only(state)

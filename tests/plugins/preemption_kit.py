@@ -161,6 +161,10 @@ def pdb(
 class CountingFilter:
     """kube's FakeFilterPlugin: counts Filter calls, rejects every node with ``code`` if set."""
 
+    # It reads nothing of the node, but kube's dry-run tests count its calls
+    # node by node: tests of the batched dry run switch this on per instance.
+    pods_via_requested = False
+
     def __init__(self, code: Code | None = None) -> None:
         self.code = code
         self.calls = 0
@@ -195,6 +199,19 @@ class ErroringExtensions:
         if node.labels.get("error") == "true":
             return Status.error_status(f"failed to remove pod: {pod.name}")
         return None
+
+
+class StaticNominator:
+    """The scheduling queue's nominations, as the handle reads them (settable by tests)."""
+
+    def __init__(self) -> None:
+        self.nominated: dict[str, list[PodInfo]] = {}
+
+    def nominate(self, pod: PodInfo, node: str) -> None:
+        self.nominated.setdefault(node, []).append(pod)
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
+        return self.nominated
 
 
 @dataclass
@@ -241,6 +258,7 @@ class Cluster:
     events: list[tuple[str, str, str, str, str]]
     counter: CountingFilter
     activated: list[str]
+    nominator: StaticNominator
 
     def pod(self, raw: dict[str, Any]) -> PodInfo:
         return PodInfo.from_dict(raw)
@@ -308,7 +326,9 @@ def build_cluster(
     plugins.append((NAME, plugin))
     framework = make_framework(plugins)
     handle.set_framework(framework)
-    return Cluster(table, handle, framework, plugin, fake, events, counter, activated)
+    nominator = StaticNominator()
+    handle.set_nominator(nominator)
+    return Cluster(table, handle, framework, plugin, fake, events, counter, activated, nominator)
 
 
 def snapshot(table: NodeTable) -> tuple[list[list[int]], list[list[str]], int]:

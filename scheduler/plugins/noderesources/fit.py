@@ -159,6 +159,7 @@ class NodeResourcesFit(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
+    pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
     Args = NodeResourcesFitArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:

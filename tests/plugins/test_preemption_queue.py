@@ -1,0 +1,114 @@
+"""A preemptor is held back (PreEnqueue) while its victims are being deleted.
+
+kube's DefaultPreemption rejects a pod at PreEnqueue while its preemption
+runs, and the scheduling queue runs PreEnqueue whenever a pod moves towards
+activeQ (an event, the end of its backoff, an activation). The pod stops
+counting as preempting before its last victim is deleted, so that victim's
+deletion event retries it once every victim is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api import Code, PodInfo, Status
+from scheduler.api.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+from scheduler.engine.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
+from scheduler.plugins.defaultpreemption import MSG_IN_PROGRESS
+from tests.engine.helpers import FakeClock, make_queue, pod
+from tests.plugins.preemption_kit import HIGH, build_cluster, knode, kpod
+
+POD_DELETE = ClusterEvent(Resource.POD, ActionType.DELETE)
+EVENTS = {"NodeResourcesFit": [ClusterEventWithHint(POD_DELETE)]}
+
+
+class Preempting:
+    """PreEnqueue as DefaultPreemption's: holds back the pods in ``keys``."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.calls = 0
+
+    def __call__(self, p: PodInfo) -> Status:
+        self.calls += 1
+        if p.key in self.keys:
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (MSG_IN_PROGRESS,), "Preemption")
+        return Status.success()
+
+
+def rejected(clock: FakeClock) -> tuple[SchedulingQueue, Preempting]:
+    """A queue holding default/p in the unschedulable pool after a failed attempt."""
+    gate = Preempting()
+    queue = make_queue(clock, events=EVENTS, pre_enqueue=gate)  # type: ignore[arg-type]
+    queue.add(pod("p"))
+    info = queue.pop_nowait()
+    assert info is not None
+    queue.requeue_unschedulable(info, {"NodeResourcesFit"})
+    assert queue.where("default/p") == UNSCHEDULABLE
+    return queue, gate
+
+
+def test_an_event_moving_a_preempting_pod_gates_it_until_a_later_event() -> None:
+    clock = FakeClock()
+    queue, gate = rejected(clock)
+    gate.keys.add("default/p")
+    queue.move_on_event(POD_DELETE, {"spec": {"nodeName": "n"}}, None)
+    assert queue.where("default/p") == GATED
+    assert queue.pop_nowait() is None
+    gate.keys.clear()
+    queue.move_on_event(POD_DELETE, {"spec": {"nodeName": "n"}}, None)
+    assert queue.where("default/p") == ACTIVE
+
+
+def test_the_end_of_backoff_and_pop_from_backoff_check_again() -> None:
+    clock = FakeClock()
+    queue, gate = rejected(clock)
+    queue.move_on_event(POD_DELETE, {}, None)
+    assert queue.where("default/p") == BACKOFF
+    gate.keys.add("default/p")
+    assert queue.pop_nowait() is None, "not popped early from backoff while preempting"
+    assert queue.where("default/p") == GATED
+    gate.keys.clear()
+    queue.activate(["default/p"])
+    assert queue.where("default/p") == ACTIVE
+
+    queue, gate = rejected(clock)
+    queue.move_on_event(POD_DELETE, {}, None)
+    gate.keys.add("default/p")
+    clock.advance(60)
+    queue.flush_backoff_completed()
+    assert queue.where("default/p") == GATED
+
+
+def test_activating_a_still_preempting_pod_keeps_it_gated() -> None:
+    clock = FakeClock()
+    queue, gate = rejected(clock)
+    gate.keys.add("default/p")
+    queue.activate(["default/p"])
+    assert queue.where("default/p") == GATED
+
+
+def test_the_plugin_gates_only_while_preempting() -> None:
+    cluster = build_cluster([knode("node1")], [])
+    plugin = cluster.plugin
+    p: Any = cluster.pod(kpod("p", priority=HIGH))
+    assert plugin.pre_enqueue(p) is None
+    plugin._preempting.add(p.uid)
+    status = plugin.pre_enqueue(p)
+    assert status is not None
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message() == MSG_IN_PROGRESS
+
+
+def test_the_plugin_gates_until_the_last_victim_is_gone_from_the_table() -> None:
+    """Released before the last victim's deletion, the pod still waits to *see* it gone:
+    an unrelated event in between must not retry it while the room is not free yet."""
+    cluster = build_cluster([knode("node1")], [kpod("v", node="node1")])
+    plugin = cluster.plugin
+    p: Any = cluster.pod(kpod("p", priority=HIGH))
+    plugin._last_victim[p.uid] = "default/v"
+    status = plugin.pre_enqueue(p)
+    assert status is not None and status.message() == MSG_IN_PROGRESS
+    cluster.table.remove_pod("default/v")
+    assert plugin.pre_enqueue(p) is None
+    assert p.uid not in plugin._last_victim
