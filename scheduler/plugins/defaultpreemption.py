@@ -1110,24 +1110,20 @@ class DefaultPreemption(Plugin):
             )
 
     async def _clear_lower_priority_nominations(self, pod: PodInfo, node: str) -> None:
-        """Lower-priority pods nominated to ``node`` may not fit any more: un-nominate them."""
-        listing = await self.handle.client.request(
-            "GET", "/api/v1/pods", query={"fieldSelector": f"status.nominatedNodeName={node}"}
-        )
-        items = listing.get("items") if isinstance(listing, Mapping) else None
-        lower: list[Mapping[str, Any]] = []
-        for item in items or ():
-            spec = item.get("spec") or {}
-            meta = item.get("metadata") or {}
-            priority = spec.get("priority")
-            if (
-                (item.get("status") or {}).get("nominatedNodeName") == node
-                and not spec.get("nodeName")
-                and (spec.get("schedulerName") or "default-scheduler") == pod.scheduler_name
-                and meta.get("uid") != pod.uid
-                and (priority if isinstance(priority, int) else 0) < pod.priority
-            ):
-                lower.append(item)
+        """Lower-priority pods nominated to ``node`` may not fit any more: un-nominate them.
+
+        The nominations come from the scheduling queue (as kube's nominator
+        answers them), not from listing pods: no API read per preemption.
+        """
+        table = self.handle.table
+        lower = [
+            other.raw
+            for other in self.handle.nominated_pods().get(node, ())
+            if other.priority < pod.priority
+            and other.uid != pod.uid
+            and not table.has_pod(other.key)
+            and other.scheduler_name == pod.scheduler_name
+        ]
         await self._clear_nominations(lower)
 
     async def _clear_nominations(self, pods: Iterable[Mapping[str, Any]]) -> None:
