@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 
 from scheduler.cli.common import (
     add_config_option,
@@ -19,6 +20,12 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
     from scheduler.engine.daemon import Daemon
     from scheduler.kube.client import KubeClient
 
+    # The daemon keeps every pod of the cluster: millions of long-lived
+    # container objects. With the default gen0 threshold (700), the initial
+    # list of 150,000 pods ran 14 full collections (6.8 s of a 21 s sync);
+    # with 10,000 it runs 3 (3.2 s). The daemon also freezes what it holds
+    # after the first sync (see Daemon.start_informers).
+    gc.set_threshold(10_000, 10, 10)
     conn = config.client_connection
     client = await KubeClient.from_kubeconfig(
         kubeconfig or conn.kubeconfig or None,
@@ -27,7 +34,7 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
         content_type=conn.content_type,
     )
     try:
-        daemon = Daemon(config, PluginCatalog.discover(), client)
+        daemon = Daemon(config, PluginCatalog.discover(), client, freeze_gc_after_sync=True)
         return await daemon.run()
     finally:
         await client.close()

@@ -82,31 +82,66 @@ def _mapping_field(value: Any) -> dict[str, Any]:
 
 # -- parsed parts shared by pods of one template --------------------------------------
 
-# Requests, tolerations, host ports and images depend only on the spec's
-# containers, init containers, pod-level resources, overhead, hostNetwork and
-# tolerations (status resources are not used for a PodInfo), and pods made
-# from one template share them: parsing quantities (exact fractions) is most
-# of the cost of a parse, so it is done once per distinct spec, and the
-# result (read-only) is shared by all those pods. Bounded; cleared when full.
+# Requests, tolerations, host ports and images depend only on these fields
+# (status resources are not used for a PodInfo):
+#
+# * each container's and init container's ``resources``, ``ports`` and
+#   ``image``, and an init container's ``restartPolicy`` (sidecars);
+# * the spec's ``resources`` (pod-level), ``overhead``, ``hostNetwork`` and
+#   ``tolerations``.
+#
+# Pods made from one template share them: parsing quantities (exact fractions)
+# is most of the cost of a parse, so it is done once per distinct set of those
+# fields, and the result (read-only) is shared by all those pods. The key is
+# those fields and nothing else: every pod has a service account token volume
+# named per pod (kube-api-access-xxxxx) and mounted in each of its containers,
+# so a key on whole containers would never hit. Container names only appear in
+# error messages, and errors are not cached. Bounded; cleared when full.
 _Derived = tuple[dict[str, int], tuple[int, int], list[Toleration], list[HostPort], list[str]]
 _DERIVED_CACHE: dict[bytes, _Derived] = {}
 _DERIVED_CACHE_SIZE = 4096
-_DERIVED_FIELDS = (
-    "containers",
-    "initContainers",
-    "resources",
-    "overhead",
-    "hostNetwork",
-    "tolerations",
-)
+
+
+def _container_fields(containers: Any, init: bool) -> list[Any] | None:
+    """What the parse reads of each container; raises ``TypeError`` on odd shapes."""
+    if containers is None:
+        return None
+    if type(containers) is not list:
+        raise TypeError  # let the parser report it
+    fields: list[Any] = []
+    for c in containers:
+        if type(c) is not dict:
+            raise TypeError
+        if init:
+            fields.append(
+                (c.get("resources"), c.get("ports"), c.get("image"), c.get("restartPolicy"))
+            )
+        else:
+            fields.append((c.get("resources"), c.get("ports"), c.get("image")))
+    return fields
 
 
 def _derived_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
+    """The cache key of :func:`_derive`'s result, or None when not to cache."""
     status = raw.get("status")
-    if status is not None and not isinstance(status, dict):
-        return None  # let the parser report it
+    if status is not None:
+        # Not read for the result, but the parser checks their shape.
+        if type(status) is not dict:
+            return None
+        conditions = status.get("conditions")
+        if conditions is not None and type(conditions) is not list:
+            return None
     try:
-        return orjson.dumps([spec.get(f) for f in _DERIVED_FIELDS])
+        return orjson.dumps(
+            (
+                _container_fields(spec.get("containers"), False),
+                _container_fields(spec.get("initContainers"), True),
+                spec.get("resources"),
+                spec.get("overhead"),
+                spec.get("hostNetwork"),
+                spec.get("tolerations"),
+            )
+        )
     except TypeError:
         return None
 
@@ -146,7 +181,9 @@ class _Shared:
     """What :func:`compact_pod` keeps once: each part by its JSON, and strings.
 
     Bounded by entries and by the bytes of the keys; cleared when full (the
-    pods keep what they share, new pods start sharing anew).
+    pods keep what they share, new pods start sharing anew). A list is kept
+    whole only when all its parts were kept before, so lists with a part of
+    one pod's own (its token volume or mount) do not fill it.
     """
 
     __slots__ = ("parts", "parts_bytes", "strings")
@@ -186,39 +223,65 @@ class _Shared:
             if type(value) is str:
                 obj[key] = strings.setdefault(value, value)
 
-    def container_list(self, containers: list[Any]) -> list[Any]:
-        """A containers list: shared whole, or else each container's parts."""
+    def _whole(self, items: list[Any]) -> tuple[bytes | None, list[Any] | None]:
+        """``items``' key and the shared list equal to it, if any."""
         try:
-            key = orjson.dumps(containers)
+            key = orjson.dumps(items)
         except TypeError:
+            return None, items
+        return key, self.parts.get(key)
+
+    def container_list(self, containers: list[Any]) -> list[Any]:
+        """A containers list: shared whole, or else each container's parts.
+
+        Containers of one template mostly differ only in a mount of the pod's
+        own token volume: their lists are shared item by item.
+        """
+        key, shared = self._whole(containers)
+        if key is None:
             return containers
-        shared = self.parts.get(key)
         if shared is not None:
-            return shared  # type: ignore[no-any-return]
+            return shared
         strings = self.strings
+        new = False
         for container in containers:
             if type(container) is dict:
                 for name, value in container.items():
                     kind = type(value)
                     if kind is str:
                         container[name] = strings.setdefault(value, value)
-                    elif kind is dict or kind is list:
-                        container[name] = self.part(value)
-        return self._keep(key, containers)  # type: ignore[no-any-return]
+                    elif kind is dict:
+                        container[name] = part = self.part(value)
+                        new = new or part is value
+                    elif kind is list:
+                        container[name] = part = self.item_list(value)
+                        new = new or part is value
+            else:
+                new = True
+        # Kept whole only when made of parts seen before: a list with a part of
+        # its own (a per-pod mount) would never be asked for again.
+        return containers if new else self._keep(key, containers)
 
     def item_list(self, items: list[Any]) -> list[Any]:
         """A list shared whole, or else item by item (volumes: one may be the pod's own)."""
-        try:
-            key = orjson.dumps(items)
-        except TypeError:
+        key, shared = self._whole(items)
+        if key is None:
             return items
-        shared = self.parts.get(key)
         if shared is not None:
-            return shared  # type: ignore[no-any-return]
+            return shared
+        new = False
         for index, item in enumerate(items):
-            if type(item) is dict:
-                items[index] = self.part(item)
-        return self._keep(key, items)  # type: ignore[no-any-return]
+            kind = type(item)
+            if kind is dict or kind is list:
+                items[index] = part = self.part(item)
+                if part is item:
+                    new = True
+                    if kind is dict:  # e.g. a token volume: all but its name is common
+                        for name, value in item.items():
+                            if type(value) is dict:
+                                item[name] = self.part(value)
+        # As in container_list (a list of strings or numbers is kept at once).
+        return items if new else self._keep(key, items)
 
 
 _SHARED = _Shared()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import copy
 import pickle
+import time
 from typing import Any
 
 import numpy as np
 import orjson
 import pytest
 
+from scheduler.state import pod as pod_module
 from scheduler.state.labels import LabelIndex
-from scheduler.state.pod import FrozenDict, FrozenList, PodInfo, compact_pod
+from scheduler.state.pod import FrozenDict, FrozenList, InvalidPodError, PodInfo, compact_pod
 
 
 def template_pod(name: str, node: str = "", **extra: Any) -> dict[str, Any]:
@@ -74,8 +76,12 @@ def test_compact_pod_keeps_the_pod_equal_but_drops_managed_fields() -> None:
 def test_pods_of_one_template_share_parts_and_strings() -> None:
     a = compact_pod(decoded(template_pod("a", "node-1")))
     b = compact_pod(decoded(template_pod("b", "node-1")))
-    assert a["spec"]["containers"] is b["spec"]["containers"]
-    assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
+    c = compact_pod(decoded(template_pod("c", "node-1")))
+    # The first pod's lists share their parts; from the second on, whole lists.
+    assert a["spec"]["containers"][0]["resources"] is b["spec"]["containers"][0]["resources"]
+    assert a["spec"]["tolerations"][0] is b["spec"]["tolerations"][0]
+    assert b["spec"]["containers"] is c["spec"]["containers"]
+    assert b["spec"]["tolerations"] is c["spec"]["tolerations"]
     assert a["metadata"]["labels"] is b["metadata"]["labels"]
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
     assert a["spec"]["nodeName"] is b["spec"]["nodeName"]
@@ -99,6 +105,152 @@ def test_a_pod_of_its_own_still_shares_what_it_has_in_common() -> None:
     assert a["spec"]["volumes"][1] is b["spec"]["volumes"][1]
     assert a["spec"]["volumes"][0] == {"name": "token-xk2p9"}
     assert b["spec"]["containers"][0]["volumeMounts"] == [{"name": "token-q8zt3"}]
+
+
+def token_pod(name: str, suffix: str, **extra: Any) -> dict[str, Any]:
+    """``template_pod`` as a real cluster has it: a token volume named per pod, mounted."""
+    pod = template_pod(name, **extra)
+    token = f"kube-api-access-{suffix}"
+    pod["spec"]["volumes"] = [
+        {"name": "config", "configMap": {"name": "web-config"}},
+        {
+            "name": token,
+            "projected": {
+                "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}],
+                "defaultMode": 420,
+            },
+        },
+    ]
+    for container in pod["spec"]["containers"]:
+        container["volumeMounts"] = [
+            {"name": "config", "mountPath": "/etc/web"},
+            {"name": token, "readOnly": True, "mountPath": "/var/run/secrets/token"},
+        ]
+    return pod
+
+
+def test_containers_of_token_pods_share_all_but_the_mount() -> None:
+    pods = [compact_pod(decoded(token_pod(f"p{i}", f"s{i:04d}"))) for i in range(3)]
+    a, b, c = (p["spec"] for p in pods)
+    assert a["containers"][0]["resources"] is c["containers"][0]["resources"]
+    assert a["containers"][0]["ports"] is c["containers"][0]["ports"]
+    assert b["containers"][0]["volumeMounts"][0] is c["containers"][0]["volumeMounts"][0]
+    assert c["containers"][0]["volumeMounts"][1]["name"] == "kube-api-access-s0002"
+    # All of the token volume but its name is common.
+    assert b["volumes"][1]["projected"] is c["volumes"][1]["projected"]
+    assert b["volumes"][0] is c["volumes"][0]
+    assert [p["spec"]["volumes"][1]["name"] for p in pods] == [
+        "kube-api-access-s0000",
+        "kube-api-access-s0001",
+        "kube-api-access-s0002",
+    ]
+
+
+def test_pod_info_of_token_pods_hits_the_parse_cache() -> None:
+    pod_module._DERIVED_CACHE.clear()
+    first = PodInfo.from_dict(decoded(token_pod("p", "first")))
+    assert len(pod_module._DERIVED_CACHE) == 1
+    raws = [decoded(token_pod(f"p{i}", f"{i:05d}")) for i in range(500)]
+    started = time.perf_counter()
+    infos = [PodInfo.from_dict(raw) for raw in raws]
+    per_pod = (time.perf_counter() - started) / len(raws)
+    assert len(pod_module._DERIVED_CACHE) == 1
+    for info in infos:
+        assert info.requests is first.requests
+        assert info.non_zero_requests is first.non_zero_requests
+        assert info.tolerations is first.tolerations
+        assert info.host_ports is first.host_ports
+        assert info.images is first.images
+    # A miss parses quantities (~100 us and up); a hit is a fraction of that.
+    assert per_pod < 100e-6, f"{per_pod * 1e6:.0f} us per pod"
+
+
+def _set(obj: Any, path: str, value: Any) -> None:
+    *parents, last = path.split(" ")
+    for name in parents:
+        obj = obj[int(name)] if isinstance(obj, list) else obj.setdefault(name, {})
+    obj[last] = value
+
+
+_SIDECAR = {
+    "name": "proxy",
+    "image": "proxy:1",
+    "restartPolicy": "Always",
+    "ports": [{"containerPort": 9000, "hostPort": 9000}],
+    "resources": {"requests": {"cpu": "50m"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("containers 0 resources requests cpu", "200m"),
+        ("containers 0 resources requests memory", "1Gi"),
+        ("containers 0 resources limits ephemeral-storage", "1Gi"),
+        ("containers 0 resources requests example.com/gpu", "1"),
+        ("containers 0 ports 0 hostPort", 9090),
+        ("containers 0 ports 0 protocol", "UDP"),
+        ("containers 0 ports 0 hostIP", "10.0.0.1"),
+        ("containers 0 image", "registry.k8s.io/pause:3.9"),
+        ("initContainers", [_SIDECAR]),
+        ("initContainers 0 restartPolicy", "OnFailure"),
+        ("initContainers 0 resources requests cpu", "2"),
+        ("initContainers 0 ports 0 hostPort", 9001),
+        ("initContainers 0 image", "proxy:2"),
+        ("initContainers", [{**_SIDECAR, "restartPolicy": "OnFailure"}]),
+        ("resources", {"requests": {"cpu": "2"}}),
+        ("resources", {"limits": {"memory": "2Gi"}}),
+        ("overhead", {"cpu": "10m"}),
+        ("hostNetwork", True),
+        ("tolerations 0 tolerationSeconds", 60),
+        ("tolerations 0 effect", "NoSchedule"),
+        ("tolerations", []),
+    ],
+)
+def test_pods_differing_in_a_parsed_field_do_not_share_its_parse(path: str, value: Any) -> None:
+    with_ports = {"ports": [{"containerPort": 9000}]}
+    base = decoded(token_pod("a", "aaaaa", initContainers=[{**_SIDECAR, **with_ports}]))
+    if path == "hostNetwork":  # so that it changes the host ports
+        base["spec"]["initContainers"] = []
+        base["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    changed = decoded(base)
+    changed["metadata"]["name"] = "b"
+    _set(changed["spec"], path, value)
+    a = PodInfo.from_dict(base)
+    b = PodInfo.from_dict(changed)
+    # Each parse equals a parse without the cache, and they differ.
+    pod_module._DERIVED_CACHE.clear()
+    fresh_b = PodInfo.from_dict(changed)
+    pod_module._DERIVED_CACHE.clear()
+    fresh_a = PodInfo.from_dict(base)
+    parsed = ("requests", "non_zero_requests", "tolerations", "host_ports", "images")
+    assert [getattr(a, f) for f in parsed] == [getattr(fresh_a, f) for f in parsed]
+    assert [getattr(b, f) for f in parsed] == [getattr(fresh_b, f) for f in parsed]
+    assert [getattr(a, f) for f in parsed] != [getattr(b, f) for f in parsed]
+
+
+def test_parse_errors_are_not_hidden_by_the_cache() -> None:
+    PodInfo.from_dict(decoded(template_pod("good")))
+    for broken in (
+        {"containers": [["not", "an", "object"]]},
+        {"containers": {"app": {}}},
+        {"initContainers": "x"},
+    ):
+        bad = decoded(template_pod("bad"))
+        bad["spec"].update(broken)
+        with pytest.raises(InvalidPodError):
+            PodInfo.from_dict(bad)
+    bad = decoded(template_pod("bad"))
+    bad["status"]["conditions"] = {"type": "Ready"}
+    with pytest.raises(InvalidPodError, match="conditions"):
+        PodInfo.from_dict(bad)
+    # A container's name only shows in errors: the message names this pod's.
+    PodInfo.from_dict(decoded(template_pod("named")))
+    bad = decoded(template_pod("bad"))
+    bad["spec"]["containers"][0]["name"] = "other"
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    with pytest.raises(InvalidPodError, match='"other"'):
+        PodInfo.from_dict(bad)
 
 
 def test_compact_pod_leaves_odd_objects_alone() -> None:
