@@ -36,13 +36,16 @@ class Plugin:
       plugin's Filter verdicts and raw Scores across identical pods (the
       same spec, labels, annotations, namespace and owners) and recompute
       only the nodes that changed since. Set it only if, for every node, the
-      verdict and raw score depend on nothing but the pod's spec, labels,
-      annotations, namespace and owner references (never its name or uid),
-      what this plugin's own PreFilter/PreScore wrote for the pod, that
-      node's row (its node object and the pods accounted on it) and the set
-      of node objects - not on pods on other nodes, on ``handle.store``
-      objects or on time. NormalizeScore still runs over every feasible
-      node each cycle. Plugins that return Skip for a pod do not count.
+      verdict and raw score depend on nothing but: the pod's spec, labels,
+      annotations, namespace and owner references (never its name, uid or
+      the names of its volumes); what this plugin's own PreFilter/PreScore
+      wrote for the pod, itself computed from the pod alone (not from the
+      nodes it is given); that node's row (its node object and the pods
+      accounted on it); and, of other nodes, only which exist and their
+      labels, taints, allocatable resources, unschedulable flag and images.
+      Not on pods on other nodes, ``handle.store`` objects or the time.
+      NormalizeScore still runs over every feasible node each cycle.
+      Plugins that return Skip for a pod do not count.
     - ``pods_via_requested`` (API 1.1): a promise about Filter that its
       verdict sees the pods on a node only through the NodeTable's
       ``requested`` row (never ``table.pods``, ``ports`` or the pod table).

@@ -435,8 +435,11 @@ class SchedulingQueue:
         # kube's moveToActiveQ/moveToBackoffQ run PreEnqueue again: a plugin
         # may hold a pod back for a while (DefaultPreemption while the pod's
         # victims are being deleted); the next event re-checks it.
-        if not self._passes_pre_enqueue(info):
-            return
+        if self._passes_pre_enqueue(info):
+            self._release(info)
+
+    def _release(self, info: QueuedPodInfo) -> None:
+        """A gated pod that passed PreEnqueue: backoffQ while its backoff lasts, else activeQ."""
         if self._clock() < self._backoff_expiry(info):
             self._put(info, BACKOFF)
         else:
@@ -465,10 +468,23 @@ class SchedulingQueue:
                     self._put(info, ACTIVE)
 
     def flush_unschedulable_leftover(self) -> None:
+        """Retry pods left in the unschedulable pool too long; re-check long-gated ones.
+
+        A pod a plugin holds back at PreEnqueue may wait for an event that
+        never comes; as kube's leftover flush, PreEnqueue runs again for it
+        (a pod still held stays gated).
+        """
         now = self._clock()
         for entry in list(self._entries.values()):
-            if entry.where == UNSCHEDULABLE and now - entry.since >= UNSCHEDULABLE_MAX_STAY:
+            if (
+                entry.where not in (UNSCHEDULABLE, GATED)
+                or now - entry.since < UNSCHEDULABLE_MAX_STAY
+            ):
+                continue
+            if entry.where == UNSCHEDULABLE:
                 self._requeue(entry.info)
+            elif self._pre_enqueue(entry.info.pod).is_success():
+                self._release(entry.info)
 
     # -- cluster events ------------------------------------------------------------
 
@@ -497,7 +513,7 @@ class SchedulingQueue:
                 # Re-checked; one still held back stays as it is.
                 if not self._pre_enqueue(entry.info.pod).is_success():
                     continue
-                self._put(entry.info, ACTIVE)
+                self._release(entry.info)
             else:
                 self._requeue(entry.info)
             moved += 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,15 +50,48 @@ def pod_signature(pod: PodInfo) -> bytes | None:
     """What ``node_local`` plugins may read of a pod, serialized; None if it cannot be."""
     raw = pod.raw
     meta = raw.get("metadata") or {}
+    spec = raw.get("spec")
+    if type(spec) is dict and spec.get("volumes"):
+        spec = _volumes_numbered(spec)
     try:
-        return orjson.dumps(
-            (
-                {k: v for k, v in meta.items() if k not in _PER_POD_METADATA},
-                raw.get("spec"),
-            )
-        )
+        return orjson.dumps(({k: v for k, v in meta.items() if k not in _PER_POD_METADATA}, spec))
     except TypeError:
         return None
+
+
+def _volumes_numbered(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with volumes numbered instead of named, in the volumes and in the mounts.
+
+    A real API server gives every pod a service-account token volume named
+    ``kube-api-access-<random>``; with names in the signature replicas would
+    never share one. Renaming consistently keeps what refers to what.
+    """
+    numbers: dict[Any, str] = {}
+    volumes: list[Any] = []
+    for i, volume in enumerate(spec.get("volumes") or ()):
+        if type(volume) is dict:
+            numbers[volume.get("name")] = f"#{i}"
+            volume = {k: v for k, v in volume.items() if k != "name"}
+        volumes.append(volume)
+
+    def renamed(container: Any) -> Any:
+        mounts = container.get("volumeMounts") if type(container) is dict else None
+        if not mounts or type(mounts) is not list:
+            return container
+        return {
+            **container,
+            "volumeMounts": [
+                {**m, "name": numbers.get(m.get("name"), m.get("name"))} if type(m) is dict else m
+                for m in mounts
+            ],
+        }
+
+    out = {**spec, "volumes": volumes}
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        containers = spec.get(key)
+        if type(containers) is list:
+            out[key] = [renamed(c) for c in containers]
+    return out
 
 
 @dataclass(slots=True)

@@ -275,6 +275,12 @@ class Algorithm:
             if row is not None:
                 one = NodeSet(table, np.asarray([row], dtype=np.int64))
                 outcome = framework.run_filter(state, pod, one)
+                if outcome.status.is_success() and len(outcome.feasible) and self.nominator:
+                    # Room other equal- or higher-priority nominees hold counts
+                    # here too (kube's evaluateNominatedNode filters with them).
+                    outcome.feasible = self._filter_with_nominated(
+                        state, pod, outcome.feasible, outcome.diagnosis
+                    )
                 if outcome.status.is_success() and len(outcome.feasible):
                     return ScheduleResult(
                         Status.success(),

@@ -377,8 +377,6 @@ class DefaultPreemption(Plugin):
         self.batching = True
         self._rows: dict[int, _RowPods] = {}
         self._preempting: set[str] = set()
-        # Preemptor uid -> its last victim's key, while that victim is still in the table.
-        self._last_victim: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         # Ask for the PDB store now, not at the first preemption: the daemon
         # starts (and waits for) the informers of stores requested before it
@@ -403,19 +401,12 @@ class DefaultPreemption(Plugin):
         """Hold the pod back while its victims are being deleted (kube's async preemption).
 
         It is let through before the last victim goes, so that victim's
-        deletion event retries it once every victim is gone.
+        deletion event retries it once every victim is gone. A retry that
+        comes earlier and finds no room does not preempt again while its
+        victims are terminating (see :meth:`pod_eligible_to_preempt_others`).
         """
-        uid = pod.uid or pod.key
-        if self.is_preempting(uid):
+        if self.is_preempting(pod.uid or pod.key):
             return Status.unresolvable(MSG_IN_PROGRESS)
-        last = self._last_victim.get(uid)
-        if last is not None:
-            # Until its deletion is seen: an unrelated event in between must
-            # not retry the pod while the room is not free yet (it would find
-            # no room, and preempt again elsewhere).
-            if self.handle.table.has_pod(last):
-                return Status.unresolvable(MSG_IN_PROGRESS)
-            del self._last_victim[uid]
         return None
 
     # -- PostFilter -------------------------------------------------------------------------
@@ -980,9 +971,11 @@ class DefaultPreemption(Plugin):
         nomination is the answer.
         """
         victims = [v for v in candidate.victims if not v.deleting]
-        if self._spawn(self._evict(candidate.node, pod, victims), pod):
+        if self._spawn(self._evict(candidate.node, pod, victims), pod) and victims:
             # Marked now, not when the task first runs: a retry of the pod
-            # in between must already see the preemption in progress.
+            # in between must already see the preemption in progress. With
+            # every victim already terminating there is nothing to wait for
+            # (and no deletion of ours whose event would release the pod).
             self._preempting.add(pod.uid or pod.key)
 
     def _spawn(self, coro: Any, pod: PodInfo) -> bool:
@@ -1022,14 +1015,11 @@ class DefaultPreemption(Plugin):
             silent = (
                 bool(last) and self.handle.get_waiting_pod(last[0].uid or last[0].key) is not None
             )
-            if last and not silent:
-                self._last_victim[uid] = last[0].key
             self._preempting.discard(uid)
             failed |= await self._preempt_victims(pod, node, last)
         finally:
             self._preempting.discard(uid)
         if failed or silent:
-            self._last_victim.pop(uid, None)
             # The pod may wait in the unschedulable pool for events that will
             # not come; retry it now, as kube does.
             self.handle.activate_pods([pod])

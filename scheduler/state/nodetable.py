@@ -48,6 +48,16 @@ class ParsedNode:
     images: dict[str, int]
     raw: dict[str, Any]
 
+    def same_scheduling_view(self, other: ParsedNode) -> bool:
+        """Equal in all that other nodes' results may depend on (see ``Plugin.node_local``)."""
+        return (
+            self.labels == other.labels
+            and self.taints == other.taints
+            and self.allocatable == other.allocatable
+            and self.unschedulable == other.unschedulable
+            and self.images == other.images
+        )
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ParsedNode:
         meta = raw.get("metadata") or {}
@@ -207,6 +217,11 @@ class NodeTable:
         """Add or update a node from its API object; returns its row."""
         node = ParsedNode.from_dict(raw)
         row = self.index.get(node.name)
+        old = self.nodes[row] if row is not None else None
+        if old is None or not old.same_scheduling_view(node):
+            # Another node's results may depend on these (ImageLocality counts
+            # the nodes having an image); a heartbeat does not move the epoch.
+            self.node_epoch += 1
         if row is None:
             if self._free:
                 row = self._free.pop()
@@ -235,7 +250,6 @@ class NodeTable:
         self.taint_matrix[row] = False
         self.taint_matrix[row, taint_columns] = True
         self._touch(row)
-        self.node_epoch += 1
         return row
 
     def remove_node(self, name: str) -> list[PodInfo]:

@@ -140,6 +140,14 @@ def test_batched_decisions_equal_full_cycles(seed: int) -> None:
             for side in (full, batched):
                 side.table.upsert_node(node)
             continue
+        if roll < 0.115:
+            # A heartbeat: the node object changes, but not what other nodes see.
+            name = rng.choice(list(full.table.index))
+            raw = full.table.nodes[full.table.index[name]].raw
+            beat = {**raw, "status": {**raw["status"], "conditions": [{"step": step}]}}
+            for side in (full, batched):
+                side.table.upsert_node(beat)
+            continue
         if roll < 0.12 and len(full.table) > 1:
             name = rng.choice(list(full.table.index))
             for side in (full, batched):
@@ -190,3 +198,44 @@ def test_a_pod_with_active_non_local_plugins_is_not_batched() -> None:
         side.decide(replica(template, f"a-{i}"))
     cache = side.algorithm.batch
     assert cache is not None and cache.hits == 0 and len(cache) == 0
+
+
+def test_replicas_with_their_own_token_volume_share_a_signature() -> None:
+    """A real API server names each pod's service-account volume differently."""
+
+    def with_token_volume(name: str, volume: str) -> PodInfo:
+        raw = make_pod(name, requests=[{"cpu": "100m"}])
+        raw["spec"]["volumes"] = [
+            {"name": volume, "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}
+        ]
+        raw["spec"]["containers"][0]["volumeMounts"] = [{"name": volume, "mountPath": "/var/run"}]
+        return PodInfo.from_dict(raw)
+
+    one = with_token_volume("one", "kube-api-access-abcde")
+    two = with_token_volume("two", "kube-api-access-vwxyz")
+    assert pod_signature(one) == pod_signature(two)
+    other = with_token_volume("three", "kube-api-access-12345")
+    other.raw["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] = "/elsewhere"
+    assert pod_signature(other) != pod_signature(one)
+
+
+def test_node_heartbeats_keep_the_cache_and_label_changes_drop_it() -> None:
+    rng = random.Random(3)
+    nodes = [random_node(rng, i) for i in range(8)]
+    side = Side(nodes, batching=True)
+    template = make_pod("t", requests=[{"cpu": "10m"}])
+    side.decide(replica(template, "first"))
+    cache = side.algorithm.batch
+    assert cache is not None
+    epoch = side.table.node_epoch
+    heartbeat = {**nodes[0], "status": {**nodes[0]["status"], "conditions": [{"type": "Ready"}]}}
+    side.table.upsert_node(heartbeat)
+    assert side.table.node_epoch == epoch
+    hits = cache.hits
+    side.decide(replica(template, "second"))
+    assert cache.hits == hits + 1
+    relabelled = {**nodes[1], "metadata": {**nodes[1]["metadata"], "labels": {"x": "y"}}}
+    side.table.upsert_node(relabelled)
+    assert side.table.node_epoch == epoch + 1
+    side.decide(replica(template, "third"))
+    assert cache.hits == hits + 1

@@ -106,3 +106,17 @@ def test_host_ports_make_the_check_node_by_node() -> None:
     state = framework.new_cycle_state()
     framework.run_pre_filter(state, incoming, table.all_nodes())
     assert not framework.filters_read_requested_only(state)
+
+
+def test_the_nominated_node_shortcut_counts_other_nominees() -> None:
+    """A nominee retried on its nominated node leaves room a higher-priority nominee holds."""
+    table = table_of(node("n1", cpu="4"), node("n2", cpu="4"))
+    fit = NodeResourcesFit(NodeResourcesFit.Args.model_validate({}), handle(table))
+    framework = make_framework([("NodeResourcesFit", fit)])
+    high = pod("high", cpu="3", priority=100)
+    low = pod("low", cpu="2", priority=10)
+    low_nominated = PodInfo.from_dict({**low.raw, "status": {"nominatedNodeName": "n1"}})
+    nominator = StaticNominator({"n1": [high, low_nominated]})
+    algorithm = Algorithm(framework, seed=0, nominator=nominator)
+    result = algorithm.schedule(CycleState(), low_nominated, table)
+    assert result.node == "n2", "n1's room is held by the higher-priority nominee"

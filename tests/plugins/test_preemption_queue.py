@@ -9,12 +9,20 @@ deletion event retries it once every victim is gone.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from scheduler.api import Code, PodInfo, Status
 from scheduler.api.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from scheduler.engine.queue import ACTIVE, BACKOFF, GATED, UNSCHEDULABLE, SchedulingQueue
-from scheduler.plugins.defaultpreemption import MSG_IN_PROGRESS
+from scheduler.engine.queue import (
+    ACTIVE,
+    BACKOFF,
+    GATED,
+    UNSCHEDULABLE,
+    UNSCHEDULABLE_MAX_STAY,
+    SchedulingQueue,
+)
+from scheduler.plugins.defaultpreemption import MSG_IN_PROGRESS, Candidate
 from tests.engine.helpers import FakeClock, make_queue, pod
 from tests.plugins.preemption_kit import HIGH, build_cluster, knode, kpod
 
@@ -56,6 +64,7 @@ def test_an_event_moving_a_preempting_pod_gates_it_until_a_later_event() -> None
     assert queue.where("default/p") == GATED
     assert queue.pop_nowait() is None
     gate.keys.clear()
+    clock.advance(60)  # its backoff is over
     queue.move_on_event(POD_DELETE, {"spec": {"nodeName": "n"}}, None)
     assert queue.where("default/p") == ACTIVE
 
@@ -100,15 +109,43 @@ def test_the_plugin_gates_only_while_preempting() -> None:
     assert status.message() == MSG_IN_PROGRESS
 
 
-def test_the_plugin_gates_until_the_last_victim_is_gone_from_the_table() -> None:
-    """Released before the last victim's deletion, the pod still waits to *see* it gone:
-    an unrelated event in between must not retry it while the room is not free yet."""
-    cluster = build_cluster([knode("node1")], [kpod("v", node="node1")])
+def test_a_gated_pod_is_released_into_backoff_while_its_backoff_lasts() -> None:
+    """As kube's gated pods moved by an event: backoffQ if still backing off."""
+    clock = FakeClock()
+    queue, gate = rejected(clock)
+    gate.keys.add("default/p")
+    queue.move_on_event(POD_DELETE, {}, None)
+    assert queue.where("default/p") == GATED
+    gate.keys.clear()
+    queue.move_on_event(POD_DELETE, {}, None)
+    assert queue.where("default/p") == BACKOFF
+
+
+def test_a_pod_gated_by_a_plugin_is_checked_again_by_the_leftover_flush() -> None:
+    """No event may come for a gated pod: the periodic leftover flush re-runs PreEnqueue."""
+    clock = FakeClock()
+    queue, gate = rejected(clock)
+    gate.keys.add("default/p")
+    queue.activate(["default/p"])
+    assert queue.where("default/p") == GATED
+    clock.advance(UNSCHEDULABLE_MAX_STAY + 1)
+    queue.flush_unschedulable_leftover()
+    assert queue.where("default/p") == GATED, "still held: stays gated"
+    gate.keys.clear()
+    queue.flush_unschedulable_leftover()
+    assert queue.where("default/p") == ACTIVE
+
+
+async def test_with_every_victim_already_terminating_the_pod_is_not_held() -> None:
+    """Nothing of ours to delete, so no deletion event would release it: no hold."""
+    cluster = build_cluster([knode("node1")], [])
     plugin = cluster.plugin
     p: Any = cluster.pod(kpod("p", priority=HIGH))
-    plugin._last_victim[p.uid] = "default/v"
-    status = plugin.pre_enqueue(p)
-    assert status is not None and status.message() == MSG_IN_PROGRESS
-    cluster.table.remove_pod("default/v")
+    raw = kpod("v", node="node1")
+    raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    victim = PodInfo.from_dict(raw)
+    assert victim.deleting
+    plugin.prepare_candidate(Candidate("node1", (victim,), 0), p)
+    assert not plugin.is_preempting(p.uid)
     assert plugin.pre_enqueue(p) is None
-    assert p.uid not in plugin._last_victim
+    await asyncio.gather(*plugin.background_tasks)
