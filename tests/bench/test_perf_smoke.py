@@ -84,12 +84,17 @@ def test_tiny_workload_report_shape(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_throughput_samples_follow_scheduler_perf() -> None:
-    # 10 pods in second 1, 20 in second 2, 5 in the first half of second 3.
-    times = [1.5] * 10 + [2.5] * 20 + [3.1] * 4 + [3.5]
+    """Ticks at 1, 2, 3, ... s: the first tick seeing pods is the baseline, empty
+    intervals are merged into the next sample, pods after the last tick are dropped."""
+    times = [0.5] * 3 + [1.5] * 10 + [3.5] * 20 + [4.2] * 7 + [4.9] * 100
     samples = report.throughput_samples(0.0, times)
-    assert samples == [10.0, 20.0, 10.0]  # leading empty second skipped; last scaled
+    # tick 1: baseline (3 pods); tick 2: +10; tick 3: nothing (skipped);
+    # tick 4: +20 over 2 s, recorded twice; the 107 pods after tick 4 fall in no sample.
+    assert samples == [10.0, 10.0, 10.0]
     summary = report.summarize(samples)
-    assert summary["p50"] == 10.0 and summary["p99"] == 20.0
+    assert summary["avg"] == 10.0 and summary["p99"] == 10.0
+    assert report.throughput_samples(0.0, [0.2, 0.9, 1.5]) == []  # too short to measure
+    assert report.throughput_samples(0.0, [2.5, 2.6, 3.5, 5.5], end=6.0) == [1.0, 0.5, 0.5]
 
 
 def test_histogram_quantile_interpolates_within_buckets() -> None:

@@ -1,11 +1,9 @@
 """Turning observations into figures, and figures into a table or JSON.
 
-Throughput is scheduler_perf's ``SchedulingThroughput``: pods scheduled per
-one-second sample over the measured phase (from the first second in which a
-measured pod was scheduled until the last one was; the final, partial
-second is scaled by its length), reported as average and percentiles of the
-samples. Latency is creation -> bound as seen by one watch (both stamps on
-the harness's clock). Decision time and attempt duration come from each
+Throughput is scheduler_perf's ``SchedulingThroughput``, computed as its
+``throughputCollector`` does (see :func:`throughput_samples`), reported as
+average and percentiles of the samples. Latency is creation -> bound as seen
+by one watch (both stamps on the harness's clock). Decision time and attempt duration come from each
 scheduler's own ``/metrics`` histograms (the same metric names in both),
 estimated within buckets as Prometheus' ``histogram_quantile`` does.
 """
@@ -42,31 +40,47 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def throughput_samples(start: float, bound_times: Sequence[float]) -> list[float]:
-    """Pods/s per one-second interval from `start`; leading empty seconds are skipped."""
+def throughput_samples(
+    start: float, bound_times: Sequence[float], end: float | None = None
+) -> list[float]:
+    """Pods/s samples exactly as scheduler_perf's ``throughputCollector`` takes them.
+
+    A tick every second from ``start`` (the measured phase's start) until
+    ``end`` (when its last pod was scheduled; default: the last bound time).
+    The first tick that sees a scheduled pod only sets the baseline; a tick
+    that sees no new pod is skipped, and the next one that does records
+    ``new pods / time since the last recorded tick`` once per interval it
+    covers. Pods scheduled after the last tick fall in no sample. A run too
+    short for two such ticks yields no samples (scheduler_perf warns
+    "Failed to measure SchedulingThroughput").
+    """
     if not bound_times:
         return []
-    end = max(bound_times)
-    counts: dict[int, int] = {}
-    for t in bound_times:
-        counts[int(max(0.0, t - start))] = counts.get(int(max(0.0, t - start)), 0) + 1
-    first = min(counts)
-    last = int(max(0.0, end - start))
+    ordered = sorted(bound_times)
+    stop = ordered[-1] if end is None else end
     samples: list[float] = []
-    for second in range(first, last + 1):
-        n = counts.get(second, 0)
-        if second == last:
-            length = (end - start) - last
-            # A sliver of a second says little; fold it in only when it is substantial.
-            if length < 0.2:
-                if n and samples:
-                    samples[-1] += n
-                elif n:
-                    samples.append(float(n))
-                continue
-            samples.append(n / length)
-        else:
-            samples.append(float(n))
+    started = False
+    last_count = 0
+    last_tick = start
+    skipped = 0
+    index = 0  # pods bound up to the current tick: ordered[:index]
+    tick = 1
+    while start + tick <= stop:
+        now = start + tick
+        tick += 1
+        while index < len(ordered) and ordered[index] <= now:
+            index += 1
+        if index == 0:
+            continue
+        if not started:
+            started, last_count, last_tick = True, index, now
+            continue
+        new = index - last_count
+        if new == 0:
+            skipped += 1
+            continue
+        samples.extend([new / (now - last_tick)] * (skipped + 1))
+        last_count, last_tick, skipped = index, now, 0
     return samples
 
 

@@ -528,19 +528,24 @@ async def drive(
             bound = {k: t for k, t in tracker.bound.items() if k.startswith(prefix)}
             latencies = [(t - tracker.added[k]) * 1000 for k, t in bound.items()]
             times = list(bound.values())
+            overall = len(bound) / (max(times) - start) if times and max(times) > start else None
+            samples = report.throughput_samples(start, times)
+            method = "scheduler_perf"
+            if not samples and overall is not None:
+                # Too short for two ticks: scheduler_perf would report nothing.
+                samples, method = [overall], "overall (run shorter than scheduler_perf's ticks)"
             result.update(
                 {
                     "expected": phase.count,
                     "scheduled": len(bound),
                     "incomplete": timed_out or len(bound) < phase.count,
                     "measured_seconds": end - start,
-                    "overall_pods_per_second": (
-                        len(bound) / (max(times) - start) if times and max(times) > start else None
-                    ),
-                    "throughput": report.summarize(report.throughput_samples(start, times)),
-                    "throughput_samples": [
-                        round(s, 2) for s in report.throughput_samples(start, times)
-                    ],
+                    "overall_pods_per_second": overall,
+                    "throughput": report.summarize(samples),
+                    "throughput_method": method,
+                    "throughput_samples": [round(s, 2) for s in samples],
+                    # Offsets from the phase's start, to recompute any figure later.
+                    "bound_offsets": sorted(round(t - start, 4) for t in times),
                     "latency_ms": report.summarize(latencies),
                     "attempt_ms": _histogram_delta(
                         metrics_before,
