@@ -105,6 +105,10 @@ VictimsResult = tuple[list[PodInfo], int, Status]
 # Per-pod memo in ``PodInfo.cache``: the parsed start time.
 _START_KEY = NAME + "/startTime"
 
+# How long, at most, a preemptor waits to see its last victim gone before it may be
+# retried anyway (kube's maximum backoff): long graceful deletions must not strand it.
+LAST_VICTIM_HOLD_SECONDS = 10.0
+
 # Nodes evaluated beyond those still needed, per chunk of the batched dry run.
 BATCH_MARGIN = 16
 
@@ -377,6 +381,11 @@ class DefaultPreemption(Plugin):
         self.batching = True
         self._rows: dict[int, _RowPods] = {}
         self._preempting: set[str] = set()
+        #: Preemptor uid -> (key, uid) of its last victim, until that victim is gone
+        #: from the table or ``last_victim_hold`` seconds have passed.
+        self._awaiting: dict[str, tuple[str, str]] = {}
+        self._held: set[str] = set()
+        self.last_victim_hold = LAST_VICTIM_HOLD_SECONDS
         self._tasks: set[asyncio.Task[None]] = set()
         # Ask for the PDB store now, not at the first preemption: the daemon
         # starts (and waits for) the informers of stores requested before it
@@ -400,14 +409,54 @@ class DefaultPreemption(Plugin):
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         """Hold the pod back while its victims are being deleted (kube's async preemption).
 
-        It is let through before the last victim goes, so that victim's
-        deletion event retries it once every victim is gone. A retry that
-        comes earlier and finds no room does not preempt again while its
-        victims are terminating (see :meth:`pod_eligible_to_preempt_others`).
+        It stops counting as preempting before its last victim is deleted,
+        so that victim's deletion event retries it once every victim is gone.
+        Until that event, other events (the earlier victims' deletions) would
+        retry it on a node that is not free yet, for a wasted attempt each:
+        it stays held until its last victim (that very pod, by uid) is gone
+        from the cache, for ``last_victim_hold`` seconds at most.
         """
-        if self.is_preempting(pod.uid or pod.key):
+        uid = pod.uid or pod.key
+        if self.is_preempting(uid):
             return Status.unresolvable(MSG_IN_PROGRESS)
+        awaited = self._awaiting.get(uid)
+        if awaited is not None:
+            key, victim_uid = awaited
+            if self._cached_uid(key) == victim_uid:
+                self._held.add(uid)
+                return Status.unresolvable(MSG_IN_PROGRESS)
+            self._stop_awaiting(uid)
         return None
+
+    def _cached_uid(self, key: str) -> str | None:
+        """The uid of the pod the cache holds under ``key`` on a node, if any."""
+        table = self.handle.table
+        node = table.node_of_pod(key)
+        row = table.row_of(node) if node is not None else None
+        cached = table.pods[row].get(key) if row is not None else None
+        return (cached.uid or cached.key) if cached is not None else None
+
+    def _await_last_victim(self, pod: PodInfo, victim: PodInfo) -> None:
+        uid = pod.uid or pod.key
+        victim_uid = victim.uid or victim.key
+        self._awaiting[uid] = (victim.key, victim_uid)
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.last_victim_hold, self._hold_expired, pod, victim_uid)
+
+    def _hold_expired(self, pod: PodInfo, victim_uid: str) -> None:
+        """The bound on the hold: a pod still held is retried now."""
+        uid = pod.uid or pod.key
+        awaited = self._awaiting.get(uid)
+        if awaited is None or awaited[1] != victim_uid:
+            return
+        held = uid in self._held
+        self._stop_awaiting(uid)
+        if held:
+            self.handle.activate_pods([pod])
+
+    def _stop_awaiting(self, uid: str) -> None:
+        self._awaiting.pop(uid, None)
+        self._held.discard(uid)
 
     # -- PostFilter -------------------------------------------------------------------------
 
@@ -1015,11 +1064,14 @@ class DefaultPreemption(Plugin):
             silent = (
                 bool(last) and self.handle.get_waiting_pod(last[0].uid or last[0].key) is not None
             )
+            if last and not silent:
+                self._await_last_victim(pod, last[0])
             self._preempting.discard(uid)
             failed |= await self._preempt_victims(pod, node, last)
         finally:
             self._preempting.discard(uid)
         if failed or silent:
+            self._stop_awaiting(uid)
             # The pod may wait in the unschedulable pool for events that will
             # not come; retry it now, as kube does.
             self.handle.activate_pods([pod])
@@ -1112,7 +1164,6 @@ class DefaultPreemption(Plugin):
             if other.priority < pod.priority
             and other.uid != pod.uid
             and not table.has_pod(other.key)
-            and other.scheduler_name == pod.scheduler_name
         ]
         await self._clear_nominations(lower)
 

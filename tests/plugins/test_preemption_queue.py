@@ -149,3 +149,45 @@ async def test_with_every_victim_already_terminating_the_pod_is_not_held() -> No
     assert not plugin.is_preempting(p.uid)
     assert plugin.pre_enqueue(p) is None
     await asyncio.gather(*plugin.background_tasks)
+
+
+def _held_cluster() -> tuple[Any, Any, PodInfo]:
+    cluster = build_cluster([knode("node1")], [kpod("v", node="node1")])
+    p = cluster.pod(kpod("p", priority=HIGH))
+    victim = cluster.table.pods[cluster.table.row_of("node1")]["default/v"]
+    return cluster, p, victim
+
+
+async def test_the_pod_is_held_until_its_last_victim_is_gone_from_the_cache() -> None:
+    """Earlier victims' deletion events must not retry it while the room is not free."""
+    cluster, p, victim = _held_cluster()
+    plugin = cluster.plugin
+    plugin._await_last_victim(p, victim)
+    status = plugin.pre_enqueue(p)
+    assert status is not None and status.message() == MSG_IN_PROGRESS
+    cluster.table.remove_pod("default/v")
+    assert plugin.pre_enqueue(p) is None
+    assert plugin.pre_enqueue(p) is None  # and no longer awaited
+
+
+async def test_another_pod_under_the_victims_name_does_not_hold_the_pod() -> None:
+    cluster, p, victim = _held_cluster()
+    plugin = cluster.plugin
+    plugin._await_last_victim(p, victim)
+    cluster.table.remove_pod("default/v")
+    raw = kpod("v", node="node1")
+    raw["metadata"]["uid"] = "someone-else"  # deleted and made again under the same name
+    cluster.table.add_pod(PodInfo.from_dict(raw))
+    assert plugin.pre_enqueue(p) is None
+
+
+async def test_the_hold_is_bounded_and_then_the_pod_is_retried() -> None:
+    """A victim that takes long to go (a long grace period) does not strand the pod."""
+    cluster, p, victim = _held_cluster()
+    plugin = cluster.plugin
+    plugin.last_victim_hold = 0.01
+    plugin._await_last_victim(p, victim)
+    assert plugin.pre_enqueue(p) is not None
+    await asyncio.sleep(0.05)
+    assert cluster.activated == ["default/p"]
+    assert plugin.pre_enqueue(p) is None
