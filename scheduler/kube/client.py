@@ -120,12 +120,13 @@ class _Transport:
                 extra["proxy_headers"] = rest.proxy_headers
         elif owner.trust_env:
             try:
-                extra["proxy"], proxy_auth = get_env_proxy_for_url(url)
-            except LookupError:
-                pass
-            else:
-                if proxy_auth is not None:
-                    extra["proxy_auth"] = proxy_auth
+                proxy, proxy_auth = get_env_proxy_for_url(url)
+            except LookupError:  # no proxy in the environment for this host
+                proxy, proxy_auth = None, None
+            if proxy is not None:
+                extra["proxy"] = proxy
+            if proxy_auth is not None:
+                extra["proxy_auth"] = proxy_auth
         if rest.server_hostname:
             extra["server_hostname"] = rest.server_hostname
         self.extra = extra
