@@ -158,11 +158,13 @@ class Informer:
     # -- list --------------------------------------------------------------------
 
     async def _list(self) -> None:
+        # No resourceVersion=0: kube-apiserver answers that from its watch
+        # cache in one piece, ignoring ``limit``, so 150,000 pods arrive as one
+        # response of hundreds of MB, decoded whole before any transform runs
+        # (kube-scheduler 1.36 streams its initial list as watch events
+        # instead). A consistent list is paged, and each page is transformed
+        # and freed before the next one is read.
         query = dict(self.query)
-        if not self.has_synced.is_set():
-            # Like kube-scheduler's first list: any recent state is fine and a
-            # real API server answers it from its watch cache.
-            query["resourceVersion"] = "0"
         items, rv = await self.client.list(
             self.path, query, limit=self.page_size, transform=self.transform
         )
