@@ -127,6 +127,9 @@ class SchedulingQueue:
         # Pods holding a nomination (won a preemption), by node: the
         # scheduling cycle keeps their room free (see Algorithm's nominator).
         self._nominated: dict[str, dict[str, PodInfo]] = {}
+        # What nominated_pods() hands out, rebuilt only after a nomination
+        # changes: every scheduling cycle asks (and preemption's what-ifs).
+        self._nominated_view: dict[str, list[PodInfo]] | None = None
         self._nominated_node: dict[str, str] = {}
         self._active: list[tuple[Any, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
@@ -287,6 +290,8 @@ class SchedulingQueue:
 
     def _set_nomination(self, key: str, pod: PodInfo | None, node: str) -> None:
         old = self._nominated_node.pop(key, None)
+        if old is not None or (pod is not None and node):
+            self._nominated_view = None
         if old is not None:
             pods = self._nominated[old]
             pods.pop(key, None)
@@ -304,9 +309,11 @@ class SchedulingQueue:
 
     def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
         """Node name -> pods nominated there (the Algorithm's nominator)."""
-        if not self._nominated:
-            return {}
-        return {node: list(pods.values()) for node, pods in self._nominated.items()}
+        view = self._nominated_view
+        if view is None:
+            view = {node: list(pods.values()) for node, pods in self._nominated.items()}
+            self._nominated_view = view
+        return view
 
     def drop(self, info: QueuedPodInfo) -> None:
         """Forget an in-flight pod if ``info`` is still its current entry (it is bound

@@ -125,9 +125,6 @@ class BatchCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def clear(self) -> None:
-        self._entries.clear()
-
     def filters_are_local(self, state: CycleState) -> bool:
         """Whether every Filter plugin that runs for this pod is node-local."""
         skip = state.skip_filter_plugins
