@@ -43,6 +43,22 @@ VOLUMES_UNSUPPORTED = (
 )
 
 
+def volumes_refusal(pod: PodInfo) -> str | None:
+    """Why a pod with claims cannot be placed yet, or None for a pod without any.
+
+    A generic ephemeral volume is a claim too: placing its pod as if it had
+    no volume leaves a WaitForFirstConsumer claim unprovisioned forever. Its
+    message is kube's while the ephemeral-volume controller has yet to
+    create the claim.
+    """
+    if pod.ephemeral_pvc_names:
+        return (
+            "waiting for ephemeral volume controller to create the persistentvolumeclaim "
+            f'"{pod.ephemeral_pvc_names[0]}"'
+        )
+    return VOLUMES_UNSUPPORTED if pod.pvc_names else None
+
+
 @dataclass
 class ScheduleResult:
     status: Status
@@ -226,11 +242,11 @@ class Algorithm:
             return ScheduleResult(
                 Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
             )
-        if pod.pvc_names:
-            diagnosis.pre_filter_message = VOLUMES_UNSUPPORTED
+        refusal = volumes_refusal(pod) if pod.pvc_names else None
+        if refusal is not None:
+            diagnosis.pre_filter_message = refusal
             return ScheduleResult(
-                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (VOLUMES_UNSUPPORTED,)),
-                diagnosis=diagnosis,
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (refusal,)), diagnosis=diagnosis
             )
 
         pre_result, status = framework.run_pre_filter(state, pod, all_nodes)

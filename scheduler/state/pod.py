@@ -344,6 +344,30 @@ def compact_pod(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def _claim_names(pod_name: str, volumes: Any) -> tuple[list[str], list[str]]:
+    """The claims of a pod's volumes: all of them, and those of ephemeral volumes.
+
+    A generic ephemeral volume's claim is named ``<pod>-<volume>`` (kube's
+    ``ephemeral.VolumeClaimName``); the pod cannot run before it exists.
+    """
+    claims: list[str] = []
+    ephemeral: list[str] = []
+    for volume in volumes:
+        if not isinstance(volume, dict):
+            continue
+        source = volume.get("persistentVolumeClaim")
+        if isinstance(source, dict):
+            claims.append(str(source.get("claimName", "")))
+        elif isinstance(volume.get("ephemeral"), dict):
+            claim = f"{pod_name}-{volume.get('name', '')}"
+            claims.append(claim)
+            ephemeral.append(claim)
+    return (
+        _frozen_list(claims) if claims else _EMPTY_LIST,
+        _frozen_list(ephemeral) if ephemeral else _EMPTY_LIST,
+    )
+
+
 @dataclass(slots=True, eq=False)
 class PodInfo:
     """One pod, parsed; read-only but for ``cache`` (see the module docstring)."""
@@ -369,7 +393,12 @@ class PodInfo:
     scheduling_gates: list[str]
     topology_spread_constraints: list[dict[str, Any]]
     images: list[str]
+    #: Every PersistentVolumeClaim the pod's volumes use, in volume order: the
+    #: ``persistentVolumeClaim`` claims and the generic ephemeral volumes'
+    #: ``<pod>-<volume>`` claims, which the ephemeral-volume controller creates.
     pvc_names: list[str]
+    #: The subset of ``pvc_names`` that belong to generic ephemeral volumes.
+    ephemeral_pvc_names: list[str]
     nominated_node_name: str
     deleting: bool
     phase: str
@@ -402,14 +431,8 @@ class PodInfo:
         if priority is not None and not isinstance(priority, int):
             raise InvalidPodError(f"pod {key}: spec.priority must be an integer")
         volumes = spec.get("volumes")
-        pvc_names = (
-            _frozen_list(
-                str(v["persistentVolumeClaim"].get("claimName", ""))
-                for v in volumes
-                if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)
-            )
-            if volumes
-            else _EMPTY_LIST
+        pvc_names, ephemeral_pvc_names = (
+            _claim_names(name, volumes) if volumes else (_EMPTY_LIST, _EMPTY_LIST)
         )
         gates = spec.get("schedulingGates")
         spread = spec.get("topologySpreadConstraints")
@@ -440,6 +463,7 @@ class PodInfo:
             ),
             images=images,
             pvc_names=pvc_names,
+            ephemeral_pvc_names=ephemeral_pvc_names,
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
             phase=str(status.get("phase") or ""),
