@@ -43,6 +43,24 @@ VOLUMES_UNSUPPORTED = (
 )
 
 
+RESOURCE_CLAIMS_UNSUPPORTED = (
+    "pod uses ResourceClaims (spec.resourceClaims), which this scheduler cannot allocate "
+    "yet (the DynamicResources plugin is not implemented); refusing rather than placing it "
+    "where kubelet cannot prepare its devices"
+)
+
+
+def unsupported_refusal(pod: PodInfo) -> str | None:
+    """Why a pod needing a plugin we lack cannot be placed yet, or None.
+
+    Placing such a pod as if it asked for nothing misplaces it: kubelet
+    then fails it (a claim never provisioned, a device never allocated).
+    """
+    if pod.resource_claims:
+        return RESOURCE_CLAIMS_UNSUPPORTED
+    return volumes_refusal(pod) if pod.pvc_names else None
+
+
 def volumes_refusal(pod: PodInfo) -> str | None:
     """Why a pod with claims cannot be placed yet, or None for a pod without any.
 
@@ -242,7 +260,7 @@ class Algorithm:
             return ScheduleResult(
                 Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
             )
-        refusal = volumes_refusal(pod) if pod.pvc_names else None
+        refusal = unsupported_refusal(pod) if pod.pvc_names or pod.resource_claims else None
         if refusal is not None:
             diagnosis.pre_filter_message = refusal
             return ScheduleResult(

@@ -399,6 +399,8 @@ class PodInfo:
     pvc_names: list[str]
     #: The subset of ``pvc_names`` that belong to generic ephemeral volumes.
     ephemeral_pvc_names: list[str]
+    #: Names of the pod's ``spec.resourceClaims`` entries (Dynamic Resource Allocation).
+    resource_claims: list[str]
     nominated_node_name: str
     deleting: bool
     phase: str
@@ -434,6 +436,7 @@ class PodInfo:
         pvc_names, ephemeral_pvc_names = (
             _claim_names(name, volumes) if volumes else (_EMPTY_LIST, _EMPTY_LIST)
         )
+        resource_claims = spec.get("resourceClaims")
         gates = spec.get("schedulingGates")
         spread = spec.get("topologySpreadConstraints")
         return cls(
@@ -464,6 +467,11 @@ class PodInfo:
             images=images,
             pvc_names=pvc_names,
             ephemeral_pvc_names=ephemeral_pvc_names,
+            resource_claims=(
+                _frozen_list(str(c.get("name", "")) for c in resource_claims if isinstance(c, dict))
+                if resource_claims
+                else _EMPTY_LIST
+            ),
             nominated_node_name=str(status.get("nominatedNodeName") or ""),
             deleting=bool(meta.get("deletionTimestamp")),
             phase=str(status.get("phase") or ""),

@@ -430,6 +430,16 @@ def test_pod_with_pvc_is_refused_with_a_clear_reason():
     assert "PersistentVolumeClaims" in result.status.message()
 
 
+def test_pod_with_resource_claims_is_refused_not_misplaced():
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    p = pod("trainer", resourceClaims=claims)
+    assert p.resource_claims == ["gpu"]
+    result = Algorithm(make_framework([])).schedule(CycleState(), p, three_nodes())
+    assert result.node is None
+    assert result.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert "ResourceClaims (spec.resourceClaims)" in result.status.message()
+
+
 def test_pod_with_generic_ephemeral_volume_waits_for_its_claim():
     """Never placed as if it had no volume: its claim must exist first (kube's message)."""
     ephemeral = {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}
