@@ -109,6 +109,21 @@ class InformerStore:
         return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
 
 
+#: Kinds of built-in resources plugins watch. Items of a list response carry
+#: no ``kind`` (only watch events do), so an event from a (re-)list is named
+#: from here, as the kind plugins register for.
+_LIST_ITEM_KINDS: dict[str, str] = {
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "persistentvolumes": "PersistentVolume",
+    "storageclasses": "StorageClass",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
+    "poddisruptionbudgets": "PodDisruptionBudget",
+}
+
+
 def resource_path(group: str, version: str, plural: str) -> str:
     return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
@@ -253,7 +268,7 @@ class Daemon:
     ) -> None:
         """A change of a plugin-watched resource, as the event its Kind names."""
         obj = new if new is not None else old
-        kind = str((obj or {}).get("kind") or plural)
+        kind = str((obj or {}).get("kind") or _LIST_ITEM_KINDS.get(plural) or plural)
         self.queue.move_on_event(ClusterEvent(kind, action), old, new)
 
     def _pre_enqueue(self, pod: PodInfo) -> Any:

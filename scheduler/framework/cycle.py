@@ -37,44 +37,11 @@ from scheduler.state.pod import PodInfo
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
-VOLUMES_UNSUPPORTED = (
-    "pod uses PersistentVolumeClaims, which this scheduler cannot place yet "
-    "(volume plugins are not implemented); refusing rather than risking a wrong node"
-)
-
-
 RESOURCE_CLAIMS_UNSUPPORTED = (
     "pod uses ResourceClaims (spec.resourceClaims), which this scheduler cannot allocate "
     "yet (the DynamicResources plugin is not implemented); refusing rather than placing it "
     "where kubelet cannot prepare its devices"
 )
-
-
-def unsupported_refusal(pod: PodInfo) -> str | None:
-    """Why a pod needing a plugin we lack cannot be placed yet, or None.
-
-    Placing such a pod as if it asked for nothing misplaces it: kubelet
-    then fails it (a claim never provisioned, a device never allocated).
-    """
-    if pod.resource_claims:
-        return RESOURCE_CLAIMS_UNSUPPORTED
-    return volumes_refusal(pod) if pod.pvc_names else None
-
-
-def volumes_refusal(pod: PodInfo) -> str | None:
-    """Why a pod with claims cannot be placed yet, or None for a pod without any.
-
-    A generic ephemeral volume is a claim too: placing its pod as if it had
-    no volume leaves a WaitForFirstConsumer claim unprovisioned forever. Its
-    message is kube's while the ephemeral-volume controller has yet to
-    create the claim.
-    """
-    if pod.ephemeral_pvc_names:
-        return (
-            "waiting for ephemeral volume controller to create the persistentvolumeclaim "
-            f'"{pod.ephemeral_pvc_names[0]}"'
-        )
-    return VOLUMES_UNSUPPORTED if pod.pvc_names else None
 
 
 @dataclass
@@ -260,11 +227,13 @@ class Algorithm:
             return ScheduleResult(
                 Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
             )
-        refusal = unsupported_refusal(pod) if pod.pvc_names or pod.resource_claims else None
-        if refusal is not None:
-            diagnosis.pre_filter_message = refusal
+        if pod.resource_claims:
+            # Placing it as if it asked for nothing misplaces it: kubelet then
+            # fails it, its devices never allocated.
+            diagnosis.pre_filter_message = RESOURCE_CLAIMS_UNSUPPORTED
             return ScheduleResult(
-                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (refusal,)), diagnosis=diagnosis
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (RESOURCE_CLAIMS_UNSUPPORTED,)),
+                diagnosis=diagnosis,
             )
 
         pre_result, status = framework.run_pre_filter(state, pod, all_nodes)

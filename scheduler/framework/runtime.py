@@ -695,6 +695,19 @@ class Framework:
         self.recorder.plugin_duration(point, call.plugin, code, time.perf_counter() - start)
         return result
 
+    def _pre_bind_limit(self, plugin: str) -> float:
+        """The configured PreBind limit, or more for a plugin that declares a longer wait.
+
+        kube-scheduler puts no limit on PreBind; VolumeBinding legitimately
+        waits up to its ``bindTimeoutSeconds`` (600 s by default) for the PV
+        controller, so a plugin may declare ``pre_bind_timeout`` (seconds).
+        """
+        declared = getattr(self.plugins.get(plugin), "pre_bind_timeout", None)
+        limit = self.timeouts.pre_bind
+        if isinstance(declared, (int, float)) and declared > limit:
+            return float(declared)
+        return limit
+
     async def _run_binding_point(
         self, point: str, calls: list[PluginCall], limit: float, args: tuple[Any, ...]
     ) -> Status | None:
@@ -704,6 +717,8 @@ class Framework:
         anything else is an error, as in kube-scheduler.
         """
         for call in calls:
+            if point == "PreBind":
+                limit = self._pre_bind_limit(call.plugin)
             try:
                 got = await self._invoke_async(point, call, args, limit)
                 status = self._status(point, call, got)

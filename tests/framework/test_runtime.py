@@ -423,13 +423,6 @@ def test_single_feasible_node_is_chosen_without_scoring():
     assert Algorithm(fw).schedule(CycleState(), pod("p"), three_nodes()).node == "n3"
 
 
-def test_pod_with_pvc_is_refused_with_a_clear_reason():
-    p = pod("p", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
-    result = Algorithm(make_framework([])).schedule(CycleState(), p, three_nodes())
-    assert result.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert "PersistentVolumeClaims" in result.status.message()
-
-
 def test_pod_with_resource_claims_is_refused_not_misplaced():
     claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     p = pod("trainer", resourceClaims=claims)
@@ -438,20 +431,6 @@ def test_pod_with_resource_claims_is_refused_not_misplaced():
     assert result.node is None
     assert result.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert "ResourceClaims (spec.resourceClaims)" in result.status.message()
-
-
-def test_pod_with_generic_ephemeral_volume_waits_for_its_claim():
-    """Never placed as if it had no volume: its claim must exist first (kube's message)."""
-    ephemeral = {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}
-    p = pod("runner", volumes=[{"name": "scratch", "ephemeral": ephemeral}])
-    assert p.pvc_names == ["runner-scratch"] and p.ephemeral_pvc_names == ["runner-scratch"]
-    result = Algorithm(make_framework([])).schedule(CycleState(), p, three_nodes())
-    assert result.node is None
-    assert result.status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert result.status.message() == (
-        "waiting for ephemeral volume controller to create the persistentvolumeclaim "
-        '"runner-scratch"'
-    )
 
 
 def test_postfilter_none_means_no_opinion_and_the_next_plugin_tries():
