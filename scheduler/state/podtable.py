@@ -30,6 +30,10 @@ class PodTable:
         # must honour existing pods' anti-affinity (symmetry) and only these
         # pods can contribute.
         self.with_affinity: set[int] = set()
+        # How many assigned pods use each PersistentVolumeClaim ("ns/claim"):
+        # kube's snapshot PVC reference counts, which VolumeRestrictions reads
+        # for ReadWriteOncePod claims.
+        self.claim_users: dict[str, int] = {}
         self._free: list[int] = []
         self._live_rows: IntArray | None = None
 
@@ -54,8 +58,24 @@ class PodTable:
             self.namespace_names.append(namespace)
         return nid
 
+    def _count_claims(self, pod: PodInfo, delta: int) -> None:
+        users = self.claim_users
+        for claim in pod.pvc_names:
+            key = f"{pod.namespace}/{claim}"
+            count = users.get(key, 0) + delta
+            if count > 0:
+                users[key] = count
+            else:
+                users.pop(key, None)
+
     def add(self, pod: PodInfo, node_row: int) -> int:
         row = self.index.get(pod.key)
+        if row is not None:
+            previous = self.infos[row]
+            if previous is not None and previous.pvc_names:
+                self._count_claims(previous, -1)
+        if pod.pvc_names:
+            self._count_claims(pod, 1)
         if row is None:
             if self._free:
                 row = self._free.pop()
@@ -82,6 +102,8 @@ class PodTable:
         if row is None:
             return None
         pod = self.infos[row]
+        if pod is not None and pod.pvc_names:
+            self._count_claims(pod, -1)
         self.node_row[row] = -1
         self.namespace_id[row] = -1
         self.labels.clear_row(row)
