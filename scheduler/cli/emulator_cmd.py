@@ -44,6 +44,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="bound pods become Running and deleted pods terminate, as if kubelets ran",
     )
+    parser.add_argument(
+        "--volume-controller",
+        action="store_true",
+        help="bind claims to volumes, provision volumes (node-local CSI) and create "
+        "ephemeral volume claims, as kube-controller-manager and a provisioner would",
+    )
     parser.set_defaults(func=run)
 
 
@@ -54,7 +60,13 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
     objects = load_cluster_file(args.cluster) if args.cluster else None
-    server = EmulatorServer(objects, host=args.host, port=args.port, fake_kubelet=args.fake_kubelet)
+    server = EmulatorServer(
+        objects,
+        host=args.host,
+        port=args.port,
+        fake_kubelet=args.fake_kubelet,
+        volume_controller=args.volume_controller,
+    )
     return asyncio.run(_serve(server, args.kubeconfig_out))
 
 

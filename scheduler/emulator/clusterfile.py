@@ -20,8 +20,15 @@ from scheduler.errors import UserError
 
 Obj = dict[str, Any]
 
-# Load order so that references resolve: namespaces, then definitions, then the rest.
-_FIRST = {"Namespace": 0, "CustomResourceDefinition": 1, "Node": 2}
+# Load order so that references resolve: namespaces, then definitions, then nodes
+# and the storage classes and CSI drivers that volumes and claims name, then the rest.
+_FIRST = {
+    "Namespace": 0,
+    "CustomResourceDefinition": 1,
+    "Node": 2,
+    "StorageClass": 2,
+    "CSIDriver": 2,
+}
 
 
 def _check_object(obj: Any, where: str) -> Obj:

@@ -326,6 +326,110 @@ PRIORITY_CLASS = struct(
     description=STR,
     preemptionPolicy=STR,
 )
+_NODE_SELECTOR = struct("v1.NodeSelector", nodeSelectorTerms=list_of(_NODE_SELECTOR_TERM))
+_PVC_SPEC = struct(
+    "v1.PersistentVolumeClaimSpec",
+    accessModes=STRINGS,
+    selector=LABEL_SELECTOR,
+    resources=struct("v1.VolumeResourceRequirements", limits=RESOURCE_LIST, requests=RESOURCE_LIST),
+    volumeName=STR,
+    storageClassName=STR,
+    volumeMode=STR,
+)
+PERSISTENT_VOLUME = struct(
+    "v1.PersistentVolume",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.PersistentVolumeSpec",
+        capacity=RESOURCE_LIST,
+        accessModes=STRINGS,
+        claimRef=OBJECT_REFERENCE,
+        persistentVolumeReclaimPolicy=STR,
+        storageClassName=STR,
+        volumeMode=STR,
+        nodeAffinity=struct("v1.VolumeNodeAffinity", required=_NODE_SELECTOR),
+        hostPath=struct("v1.HostPathVolumeSource", path=STR, type=STR),
+        local=struct("v1.LocalVolumeSource", path=STR, fsType=STR),
+        nfs=struct("v1.NFSVolumeSource", server=STR, path=STR, readOnly=BOOL),
+        csi=struct(
+            "v1.CSIPersistentVolumeSource",
+            driver=STR,
+            volumeHandle=STR,
+            readOnly=BOOL,
+            fsType=STR,
+            volumeAttributes=STRING_MAP,
+        ),
+    ),
+    status=struct("v1.PersistentVolumeStatus", phase=STR, message=STR, reason=STR),
+)
+PERSISTENT_VOLUME_CLAIM = struct(
+    "v1.PersistentVolumeClaim",
+    metadata=OBJECT_META,
+    spec=_PVC_SPEC,
+    status=struct(
+        "v1.PersistentVolumeClaimStatus",
+        phase=STR,
+        accessModes=STRINGS,
+        capacity=RESOURCE_LIST,
+    ),
+)
+STORAGE_CLASS = struct(
+    "v1.StorageClass",
+    metadata=OBJECT_META,
+    provisioner=STR,
+    parameters=STRING_MAP,
+    reclaimPolicy=STR,
+    mountOptions=STRINGS,
+    allowVolumeExpansion=BOOL,
+    volumeBindingMode=STR,
+    allowedTopologies=list_of(
+        struct(
+            "v1.TopologySelectorTerm",
+            matchLabelExpressions=list_of(
+                struct("v1.TopologySelectorLabelRequirement", key=STR, values=STRINGS)
+            ),
+        )
+    ),
+)
+CSI_NODE = struct(
+    "v1.CSINode",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.CSINodeSpec",
+        drivers=list_of(
+            struct(
+                "v1.CSINodeDriver",
+                name=STR,
+                nodeID=STR,
+                topologyKeys=STRINGS,
+                allocatable=struct("v1.VolumeNodeResources", count=INT32),
+            )
+        ),
+    ),
+)
+CSI_DRIVER = struct(
+    "v1.CSIDriver",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.CSIDriverSpec",
+        attachRequired=BOOL,
+        podInfoOnMount=BOOL,
+        storageCapacity=BOOL,
+        requiresRepublish=BOOL,
+        seLinuxMount=BOOL,
+        fsGroupPolicy=STR,
+        volumeLifecycleModes=STRINGS,
+        nodeAllocatableUpdatePeriodSeconds=INT64,
+    ),
+)
+CSI_STORAGE_CAPACITY = struct(
+    "v1.CSIStorageCapacity",
+    metadata=OBJECT_META,
+    nodeTopology=LABEL_SELECTOR,
+    storageClassName=STR,
+    capacity=QUANTITY,
+    maximumVolumeSize=QUANTITY,
+)
 GENERIC = struct("v1.Object", metadata=OBJECT_META)
 
 _SCHEMAS: dict[tuple[str, str], Type] = {
@@ -338,6 +442,12 @@ _SCHEMAS: dict[tuple[str, str], Type] = {
     ("coordination.k8s.io", "Lease"): LEASE,
     ("policy", "PodDisruptionBudget"): PDB,
     ("scheduling.k8s.io", "PriorityClass"): PRIORITY_CLASS,
+    ("", "PersistentVolume"): PERSISTENT_VOLUME,
+    ("", "PersistentVolumeClaim"): PERSISTENT_VOLUME_CLAIM,
+    ("storage.k8s.io", "StorageClass"): STORAGE_CLASS,
+    ("storage.k8s.io", "CSINode"): CSI_NODE,
+    ("storage.k8s.io", "CSIDriver"): CSI_DRIVER,
+    ("storage.k8s.io", "CSIStorageCapacity"): CSI_STORAGE_CAPACITY,
 }
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}

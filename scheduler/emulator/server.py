@@ -33,6 +33,7 @@ from scheduler.emulator.kubeconfig import write_kubeconfig
 from scheduler.emulator.kubelet import FakeKubelet
 from scheduler.emulator.requestlog import RequestLog, RequestRecord
 from scheduler.emulator.store import DEFAULT_LOG_SIZE, Store
+from scheduler.emulator.volumecontroller import VolumeController
 from scheduler.emulator.watch import Watcher
 
 T = TypeVar("T")
@@ -48,6 +49,7 @@ class EmulatorServer:
         host: str = "127.0.0.1",
         port: int = 0,
         fake_kubelet: bool = False,
+        volume_controller: bool = False,
         builtin_crds: bool = True,
         bookmark_interval: float = 60.0,
         log_size: int = DEFAULT_LOG_SIZE,
@@ -70,6 +72,7 @@ class EmulatorServer:
         self.request_log = RequestLog()
         self.record_requests = record_requests
         self.kubelet = FakeKubelet(self.store) if fake_kubelet else None
+        self.volume_controller = VolumeController(self.store) if volume_controller else None
         self._handlers = ResourceHandlers(self)
         self._watches: dict[Watcher, web.BaseRequest] = {}
         self._runner: web.ServerRunner | None = None
@@ -117,12 +120,16 @@ class EmulatorServer:
                 break
         if self.kubelet is not None:
             self.kubelet.start()
+        if self.volume_controller is not None:
+            self.volume_controller.start()
 
     async def stop(self) -> None:
         if self._runner is None:
             return
         if self.kubelet is not None:
             self.kubelet.stop()
+        if self.volume_controller is not None:
+            self.volume_controller.stop()
         for watcher in list(self._watches):
             watcher.close()
         runner, self._runner = self._runner, None

@@ -209,7 +209,43 @@ def _kind_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
         return validation.lease(obj)
     if kind == "Event":
         return validation.core_event(obj)
+    if kind == "PersistentVolume":
+        return validation.persistent_volume(obj)
+    if kind == "PersistentVolumeClaim":
+        return validation.persistent_volume_claim(obj)
+    if kind == "storage.k8s.io/StorageClass":
+        return validation.storage_class(obj)
+    if kind == "storage.k8s.io/CSINode":
+        return validation.csi_node(obj)
+    if kind == "storage.k8s.io/CSIDriver":
+        return validation.csi_driver(obj)
+    if kind == "storage.k8s.io/CSIStorageCapacity":
+        return validation.csi_storage_capacity(obj)
     return []
+
+
+def _default_storage(rt: ResourceType, obj: Obj) -> None:
+    """The defaulting kube applies when decoding storage objects (SetDefaults_*),
+    so validation and clients see the same values as on a real cluster."""
+    kind = rt.kind if not rt.group else f"{rt.group}/{rt.kind}"
+    spec = obj.get("spec")
+    if kind in ("PersistentVolume", "PersistentVolumeClaim") and isinstance(spec, dict):
+        spec.setdefault("volumeMode", "Filesystem")
+        if kind == "PersistentVolume":
+            spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    elif kind == "storage.k8s.io/StorageClass":
+        obj.setdefault("reclaimPolicy", "Delete")
+        obj.setdefault("volumeBindingMode", "Immediate")
+    elif kind == "storage.k8s.io/CSIDriver":
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        spec.setdefault("attachRequired", True)
+        spec.setdefault("podInfoOnMount", False)
+        spec.setdefault("storageCapacity", False)
+        spec.setdefault("requiresRepublish", False)
+        spec.setdefault("seLinuxMount", False)
+        spec.setdefault("fsGroupPolicy", "ReadWriteOnceWithFSType")
+        spec.setdefault("volumeLifecycleModes", ["Persistent"])
 
 
 def _raise(rt: ResourceType, name: str, causes: list[validation.Cause]) -> None:
@@ -243,6 +279,11 @@ def prepare_for_create(
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     elif rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        # Both start Pending; the PV controller moves them on.
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            status.setdefault("phase", "Pending")
     elif rt.group == "policy" and rt.kind == "PodDisruptionBudget" and not keep_status:
         obj["status"] = {
             "disruptionsAllowed": 0,
@@ -250,6 +291,7 @@ def prepare_for_create(
             "desiredHealthy": 0,
             "expectedPods": 0,
         }
+    _default_storage(rt, obj)
     if not validate:
         if not obj["metadata"].get("name"):
             validate_name(rt, obj)
@@ -289,11 +331,27 @@ def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> N
         causes += validation.pod_disruption_budget(new)
     elif kind == "coordination.k8s.io/Lease":
         causes += validation.lease(new)
+    elif subresource == "status":
+        pass  # storage kinds: a status update validates only metadata
+    elif kind == "PersistentVolume":
+        causes += validation.persistent_volume_update(old, new)
+    elif kind == "PersistentVolumeClaim":
+        causes += validation.persistent_volume_claim_update(old, new)
+    elif kind == "storage.k8s.io/StorageClass":
+        causes += validation.storage_class_update(old, new)
+    elif kind == "storage.k8s.io/CSINode":
+        causes += validation.csi_node(new)
+    elif kind == "storage.k8s.io/CSIDriver":
+        causes += validation.csi_driver_update(old, new)
+    elif kind == "storage.k8s.io/CSIStorageCapacity":
+        causes += validation.csi_storage_capacity_update(old, new)
     _raise(rt, old["metadata"]["name"], causes)
 
 
 def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:
     """Reject updates kube-apiserver's validation would refuse."""
+    # An update body is defaulted on decoding like a create body.
+    _default_storage(rt, new)
     if rt.group or rt.kind != "Pod":
         return
     old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})

@@ -11,6 +11,7 @@ client sees the same 422 from both.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -504,10 +505,31 @@ def pod_spec(spec: Obj) -> list[Cause]:
         if name in gates:
             causes.append(duplicate(f"spec.schedulingGates[{i}]", name))
         gates.add(name)
+    causes += _ephemeral_volumes(spec.get("volumes"))
     for name, raw in (spec.get("overhead") or {}).items():
         where = f"spec.overhead[{name}]"
         causes += _resource_name(name, where, container=False)
         causes += _quantity_value(name, raw, where)
+    return causes
+
+
+def _ephemeral_volumes(volumes: Any) -> list[Cause]:
+    """validateEphemeralVolumeSource: the claim template the PV controller will create
+    is validated with the pod, so a bad template is refused up front."""
+    causes: list[Cause] = []
+    for i, volume in enumerate(volumes if isinstance(volumes, list) else []):
+        ephemeral = volume.get("ephemeral") if isinstance(volume, dict) else None
+        if not isinstance(ephemeral, dict):
+            continue
+        path = f"spec.volumes[{i}].ephemeral.volumeClaimTemplate"
+        template = ephemeral.get("volumeClaimTemplate")
+        if not isinstance(template, dict):
+            causes.append(required(path))
+            continue
+        meta = _mapping(template.get("metadata"))
+        causes += annotation_causes(meta.get("annotations"), f"{path}.metadata.annotations")
+        causes += label_causes(meta.get("labels"), f"{path}.metadata.labels")
+        causes += persistent_volume_claim_spec(template.get("spec"), f"{path}.spec")
     return causes
 
 
@@ -564,6 +586,10 @@ def label_selector(selector: Any, path: str) -> list[Cause]:
             causes.append(invalid(f"{where}.operator", op, "not a valid selector operator"))
         key = req.get("key") or ""
         causes += [invalid(f"{where}.key", key, m) for m in qualified_name_errors(key)]
+        for j, value in enumerate(values):
+            causes += [
+                invalid(f"{where}.values[{j}]", value, m) for m in label_value_errors(str(value))
+            ]
     return causes
 
 
@@ -734,4 +760,492 @@ def priority_class_update(old: Obj, new: Obj) -> list[Cause]:
         causes.append(forbidden("value", "may not be changed in an update."))
     if old.get("preemptionPolicy") != new.get("preemptionPolicy"):
         causes.append(forbidden("preemptionPolicy", "may not be changed in an update."))
+    return causes
+
+
+# -- storage: what VolumeBinding, VolumeZone, NodeVolumeLimits read --------------
+#
+# pkg/apis/core/validation (PersistentVolume, PersistentVolumeClaim) and
+# pkg/apis/storage/validation (StorageClass, CSINode, CSIDriver, CSIStorageCapacity),
+# limited to the fields a scheduler's volume plugins and the emulated PV controller
+# depend on. kube's sets.List sorts, so the supported values below are sorted too.
+
+ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+PV_RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+CLASS_RECLAIM_POLICIES = ("Delete", "Retain")
+VOLUME_MODES = ("Block", "Filesystem")
+BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+FS_GROUP_POLICIES = ("File", "None", "ReadWriteOnceWithFSType")
+LIFECYCLE_MODES = ("Persistent", "Ephemeral")
+# ValidatePersistentVolumeSpec's volume sources, in its order: (JSON key, path kube
+# reports "may not specify more than 1 volume type" under).
+PV_SOURCES = (
+    ("hostPath", "hostPath"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("nfs", "nfs"),
+    ("rbd", "rbd"),
+    ("quobyte", "quobyte"),
+    ("cephfs", "cephFS"),
+    ("iscsi", "iscsi"),
+    ("cinder", "cinder"),
+    ("fc", "fc"),
+    ("flexVolume", ""),  # kube counts it without the "more than 1" check
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("scaleIO", "scaleIO"),
+    ("local", "local"),
+    ("storageos", "storageos"),
+    ("csi", "csi"),
+)
+CSI_NODE_ID_MAX = 256  # the CSINode strategy validates with AllowLongNodeID
+MAX_PARAMETERS = 512
+MAX_PARAMETERS_SIZE = 256 * 1024
+
+
+def _mapping(value: Any) -> Obj:
+    """``value`` if it is a JSON object, else empty (decoding already refused bad types)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _too_long(path: str, limit: int) -> Cause:
+    return (path, "FieldValueTooLong", f"Too long: may not be more than {limit} bytes")
+
+
+def _immutable(path: str, value: Any) -> Cause:
+    """ValidateImmutableField's error."""
+    return invalid(path, value, "field is immutable")
+
+
+def _access_modes(modes: Any, path: str, required_why: str) -> list[Cause]:
+    causes: list[Cause] = []
+    modes = modes if isinstance(modes, list) else []
+    if not modes:
+        causes.append(required(path, required_why))
+    rwop = other = False
+    for mode in modes:
+        if mode not in ACCESS_MODES:
+            causes.append(not_supported(path, mode, ACCESS_MODES))
+        elif mode == "ReadWriteOncePod":
+            rwop = True
+        else:
+            other = True
+    if rwop and other:
+        causes.append(forbidden(path, "may not use ReadWriteOncePod with other access modes"))
+    return causes
+
+
+def _class_name(name: str, path: str) -> list[Cause]:
+    """ValidateClassName: a DNS subdomain."""
+    return [invalid(path, name, msg) for msg in dns_subdomain_errors(name)]
+
+
+def csi_driver_name(name: str, path: str) -> list[Cause]:
+    """ValidateCSIDriverName (PV ``csi.driver``, CSINode ``drivers[].name``)."""
+    causes: list[Cause] = []
+    if not name:
+        causes.append(required(path))
+    if len(name) > 63:
+        causes.append(_too_long(path, 63))
+    causes += [invalid(path, name, msg) for msg in dns_subdomain_errors(name.lower())]
+    return causes
+
+
+def node_selector(selector: Any, path: str) -> list[Cause]:
+    """ValidateNodeSelector: at least one term, each requirement valid."""
+    terms = selector.get("nodeSelectorTerms") if isinstance(selector, dict) else None
+    if not terms:
+        return [required(f"{path}.nodeSelectorTerms", "must have at least one node selector term")]
+    causes: list[Cause] = []
+    for i, term in enumerate(terms):
+        if isinstance(term, dict):
+            causes += _node_selector_requirements(
+                term.get("matchExpressions"), f"{path}.nodeSelectorTerms[{i}].matchExpressions"
+            )
+    return causes
+
+
+def _pv_source(key: str, source: Obj, path: str) -> list[Cause]:
+    """The per-source checks for the sources an emulated cluster uses."""
+    causes: list[Cause] = []
+    if key in ("hostPath", "local") and not source.get("path"):
+        causes.append(required(f"{path}.path"))
+    elif key == "nfs":
+        if not source.get("server"):
+            causes.append(required(f"{path}.server"))
+        nfs_path = source.get("path") or ""
+        if not nfs_path:
+            causes.append(required(f"{path}.path"))
+        elif not nfs_path.startswith("/"):
+            causes.append(invalid(f"{path}.path", nfs_path, "must be an absolute path"))
+    elif key == "csi":
+        causes += csi_driver_name(source.get("driver") or "", f"{path}.driver")
+        if not source.get("volumeHandle"):
+            causes.append(required(f"{path}.volumeHandle"))
+    return causes
+
+
+def _storage_quantity(raw: Any) -> quantity.Quantity | None:
+    """A quantity already decoded by the schema; None if absent or (lax mode) unparsable."""
+    try:
+        return quantity.from_json(raw)
+    except quantity.QuantityError:
+        return None
+
+
+def persistent_volume(obj: Obj) -> list[Cause]:
+    """ValidatePersistentVolumeSpec for a (non-inline) PersistentVolume."""
+    spec = _mapping(obj.get("spec"))
+    causes = _access_modes(spec.get("accessModes"), "spec.accessModes", "")
+    capacity = _mapping(spec.get("capacity"))
+    if not capacity:
+        causes.append(required("spec.capacity"))
+    if "storage" not in capacity or len(capacity) > 1:
+        causes.append(not_supported("spec.capacity", capacity, ("storage",)))
+    for name, raw in capacity.items():
+        where = f"spec.capacity[{name}]"
+        q = _storage_quantity(raw)
+        if q is None:
+            continue
+        if q.value < 0:
+            # validateBasicResource reports Quantity.Value(), an integer.
+            whole = -math.ceil(-q.value)  # rounded away from zero, as Value() does
+            causes.append(invalid(where, whole, "must be a valid resource quantity"))
+        if q.value <= 0:
+            causes.append(invalid(where, str(q), "must be greater than zero"))
+    policy = spec.get("persistentVolumeReclaimPolicy") or ""
+    if policy and policy not in PV_RECLAIM_POLICIES:
+        causes.append(
+            not_supported("spec.persistentVolumeReclaimPolicy", policy, PV_RECLAIM_POLICIES)
+        )
+    affinity_given = False
+    affinity = spec.get("nodeAffinity")
+    if isinstance(affinity, dict):
+        affinity_given = True
+        if isinstance(affinity.get("required"), dict):
+            causes += node_selector(affinity["required"], "spec.nodeAffinity.required")
+        else:
+            causes.append(
+                required("spec.nodeAffinity.required", "must specify required node constraints")
+            )
+    sources = 0
+    for key, forbidden_path in PV_SOURCES:
+        source = spec.get(key)
+        if not isinstance(source, dict):
+            continue
+        if sources and forbidden_path:
+            why = "may not specify more than 1 volume type"
+            causes.append(forbidden(f"spec.{forbidden_path}", why))
+            continue
+        sources += 1
+        causes += _pv_source(key, source, f"spec.{key}")
+        if key == "local" and not affinity_given:
+            causes.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
+    if not sources:
+        causes.append(required("spec", "must specify a volume type"))
+    class_name = spec.get("storageClassName") or ""
+    if class_name:
+        causes += _class_name(class_name, "spec.storageClassName")
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in VOLUME_MODES:
+        causes.append(not_supported("spec.volumeMode", mode, VOLUME_MODES))
+    return causes
+
+
+def persistent_volume_update(old: Obj, new: Obj) -> list[Cause]:
+    """ValidatePersistentVolumeUpdate: the volume source and volumeMode are immutable.
+
+    kube appends a go-cmp diff of the sources to the message; the emulator names
+    the field and says why, without the diff.
+    """
+    causes = persistent_volume(new)
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    keys = [key for key, _ in PV_SOURCES]
+    if {k: old_spec.get(k) for k in keys} != {k: new_spec.get(k) for k in keys}:
+        causes.append(
+            forbidden(
+                "spec.persistentvolumesource",
+                "spec.persistentvolumesource is immutable after creation",
+            )
+        )
+    if old_spec.get("volumeMode") != new_spec.get("volumeMode"):
+        causes.append(_immutable("volumeMode", new_spec.get("volumeMode")))
+    return causes
+
+
+def persistent_volume_claim_spec(spec: Any, path: str) -> list[Cause]:
+    """ValidatePersistentVolumeClaimSpec (claims and ephemeral volume templates)."""
+    spec = spec if isinstance(spec, dict) else {}
+    causes = _access_modes(
+        spec.get("accessModes"), f"{path}.accessModes", "at least 1 access mode is required"
+    )
+    if isinstance(spec.get("selector"), dict):
+        causes += label_selector(spec["selector"], f"{path}.selector")
+    resources = _mapping(spec.get("resources"))
+    requests = _mapping(resources.get("requests"))
+    where = f"{path}.resources[storage]"
+    if "storage" not in requests:
+        causes.append(required(where))
+    else:
+        q = _storage_quantity(requests["storage"])
+        if q is not None and q.value <= 0:
+            causes.append(invalid(where, str(q), "must be greater than zero"))
+    class_name = spec.get("storageClassName") or ""
+    if class_name:
+        causes += _class_name(class_name, f"{path}.storageClassName")
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in VOLUME_MODES:
+        causes.append(not_supported(f"{path}.volumeMode", mode, VOLUME_MODES))
+    return causes
+
+
+def persistent_volume_claim(obj: Obj) -> list[Cause]:
+    return persistent_volume_claim_spec(obj.get("spec"), "spec")
+
+
+_BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def persistent_volume_claim_update(old: Obj, new: Obj) -> list[Cause]:
+    """ValidatePersistentVolumeClaimUpdate.
+
+    The spec is immutable except: ``volumeName`` may be set once while empty (the
+    PV controller binds that way), ``storageClassName`` may go from unset to set,
+    and a bound claim's ``resources.requests.storage`` may grow. kube appends a
+    go-cmp diff to the "spec is immutable" message; the emulator leaves it out.
+    """
+    causes = persistent_volume_claim(new)
+    old_spec = dict(old.get("spec") or {})
+    new_spec = dict(new.get("spec") or {})
+    if not old_spec.get("volumeName"):
+        old_spec.pop("volumeName", None)
+        new_spec.pop("volumeName", None)
+    old_annotations = old["metadata"].get("annotations") or {}
+    if (
+        old_spec.get("storageClassName") is None
+        and new_spec.get("storageClassName") is not None
+        and (
+            _BETA_CLASS_ANNOTATION not in old_annotations
+            or old_annotations[_BETA_CLASS_ANNOTATION] == new_spec["storageClassName"]
+        )
+    ):
+        new_spec.pop("storageClassName")
+    old_size = new_size = None
+    old_requests = (old_spec.get("resources") or {}).get("requests") or {}
+    new_requests = (new_spec.get("resources") or {}).get("requests") or {}
+    if "storage" in old_requests:
+        old_size = _storage_quantity(old_requests["storage"])
+    if "storage" in new_requests:
+        new_size = _storage_quantity(new_requests["storage"])
+    if (new.get("status") or {}).get("phase") == "Bound" and new_spec.get("resources"):
+        resources = dict(new_spec["resources"])
+        requests = dict(resources.get("requests") or {})
+        if "storage" in old_requests:
+            requests["storage"] = old_requests["storage"]
+        else:
+            requests.pop("storage", None)
+        resources["requests"] = requests
+        new_spec["resources"] = resources
+    for spec in (old_spec, new_spec):
+        spec.pop("volumeAttributesClassName", None)
+    if old_spec != new_spec:
+        causes.append(
+            forbidden(
+                "spec",
+                "spec is immutable after creation except resources.requests and "
+                "volumeAttributesClassName for bound claims",
+            )
+        )
+    if old_size is not None and new_size is not None and new_size.value < old_size.value:
+        # RecoverVolumeExpansionFailure (on by default): shrinking is allowed down to,
+        # but not including, the capacity in status.
+        status_raw = ((old.get("status") or {}).get("capacity") or {}).get("storage")
+        status_size = _storage_quantity(status_raw) if status_raw is not None else None
+        floor = status_size.value if status_size is not None else 0
+        if new_size.value <= floor:
+            causes.append(
+                forbidden(
+                    "spec.resources.requests.storage", "field can not be less than status.capacity"
+                )
+            )
+    if old_spec.get("volumeMode") != new_spec.get("volumeMode"):
+        causes.append(_immutable("volumeMode", (new.get("spec") or {}).get("volumeMode")))
+    return causes
+
+
+def _allowed_topologies(terms: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: list[dict[str, set[str]]] = []
+    for i, term in enumerate(terms if isinstance(terms, list) else []):
+        if not isinstance(term, dict):
+            continue
+        exprs_path = f"allowedTopologies[{i}].matchLabelExpressions"
+        keys: dict[str, set[str]] = {}
+        for j, req in enumerate(term.get("matchLabelExpressions") or []):
+            if not isinstance(req, dict):
+                continue
+            where = f"{exprs_path}[{j}]"
+            values = req.get("values") or []
+            if not values:
+                causes.append(required(f"{where}.values"))
+            value_set: set[str] = set()
+            for k, value in enumerate(values):
+                if value in value_set:
+                    causes.append(duplicate(f"{where}.values[{k}]", value))
+                value_set.add(value)
+            key = req.get("key") or ""
+            causes += [invalid(f"{where}.key", key, m) for m in qualified_name_errors(key)]
+            if key in keys:
+                causes.append(duplicate(f"{where}.key", key))
+            keys[key] = value_set
+        if keys in seen:
+            causes.append(duplicate(exprs_path, ""))
+        seen.append(keys)
+    return causes
+
+
+def storage_class(obj: Obj) -> list[Cause]:
+    """ValidateStorageClass."""
+    causes: list[Cause] = []
+    provisioner = obj.get("provisioner") or ""
+    if not provisioner:
+        causes.append(required("provisioner"))
+    else:
+        lowered = provisioner.lower()
+        causes += [invalid("provisioner", lowered, m) for m in qualified_name_errors(lowered)]
+    params = _mapping(obj.get("parameters"))
+    if len(params) > MAX_PARAMETERS:
+        causes.append(_too_long("parameters", MAX_PARAMETERS))
+    else:
+        size = 0
+        for key, value in params.items():
+            if not key:
+                causes.append(invalid("parameters", key, "field can not be empty."))
+            size += len(key) + len(str(value))
+        if size > MAX_PARAMETERS_SIZE:
+            causes.append(_too_long("parameters", MAX_PARAMETERS_SIZE))
+    policy = obj.get("reclaimPolicy") or ""
+    if policy and policy not in CLASS_RECLAIM_POLICIES:
+        causes.append(not_supported("reclaimPolicy", policy, CLASS_RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if mode is None:
+        causes.append(required("volumeBindingMode"))
+    elif mode not in BINDING_MODES:
+        causes.append(not_supported("volumeBindingMode", mode, BINDING_MODES))
+    causes += _allowed_topologies(obj.get("allowedTopologies"))
+    return causes
+
+
+def storage_class_update(old: Obj, new: Obj) -> list[Cause]:
+    """ValidateStorageClassUpdate (kube validates only the immutable fields on update)."""
+    causes: list[Cause] = []
+    if (old.get("parameters") or {}) != (new.get("parameters") or {}):
+        causes.append(forbidden("parameters", "updates to parameters are forbidden."))
+    if old.get("provisioner") != new.get("provisioner"):
+        causes.append(forbidden("provisioner", "updates to provisioner are forbidden."))
+    if old.get("reclaimPolicy") != new.get("reclaimPolicy"):
+        causes.append(forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."))
+    if old.get("volumeBindingMode") != new.get("volumeBindingMode"):
+        causes.append(_immutable("volumeBindingMode", new.get("volumeBindingMode")))
+    return causes
+
+
+def csi_node(obj: Obj) -> list[Cause]:
+    """ValidateCSINode: driver names, node IDs, allocatable counts, topology keys."""
+    causes: list[Cause] = []
+    spec = _mapping(obj.get("spec"))
+    names: set[str] = set()
+    for i, driver in enumerate(spec.get("drivers") or []):
+        if not isinstance(driver, dict):
+            continue
+        where = f"spec.drivers[{i}]"
+        name = driver.get("name") or ""
+        causes += csi_driver_name(name, f"{where}.name")
+        node_id = driver.get("nodeID") or ""
+        if not node_id:
+            causes.append(required(f"{where}.nodeID"))
+        if len(node_id) > CSI_NODE_ID_MAX:
+            causes.append(
+                invalid(f"{where}.nodeID", node_id, f"must be {CSI_NODE_ID_MAX} characters or less")
+            )
+        count = (driver.get("allocatable") or {}).get("count")
+        if isinstance(count, int) and count < 0:
+            causes.append(
+                invalid(f"{where}.allocatable.count", count, "must be greater than or equal to 0")
+            )
+        if name in names:
+            causes.append(duplicate(f"{where}.name", name))
+        names.add(name)
+        keys: set[str] = set()
+        for key in driver.get("topologyKeys") or []:
+            if not key:
+                causes.append(required(where))
+            if key in keys:
+                causes.append(duplicate(where, key))
+            keys.add(key)
+            causes += [invalid(where, key, m) for m in qualified_name_errors(key)]
+    return causes
+
+
+def csi_driver(obj: Obj) -> list[Cause]:
+    """validateCSIDriverSpec (kube's field path for attachRequired is ``attachedRequired``)."""
+    causes: list[Cause] = []
+    spec = _mapping(obj.get("spec"))
+    for key, path in (
+        ("attachRequired", "spec.attachedRequired"),
+        ("podInfoOnMount", "spec.podInfoOnMount"),
+        ("storageCapacity", "spec.storageCapacity"),
+    ):
+        if spec.get(key) is None:
+            causes.append(required(path))
+    policy = spec.get("fsGroupPolicy")
+    if policy is not None and policy not in FS_GROUP_POLICIES:
+        causes.append(not_supported("spec.fsGroupPolicy", policy, FS_GROUP_POLICIES))
+    for mode in spec.get("volumeLifecycleModes") or []:
+        if mode not in LIFECYCLE_MODES:
+            causes.append(not_supported("spec.volumeLifecycleModes", mode, LIFECYCLE_MODES))
+    period = spec.get("nodeAllocatableUpdatePeriodSeconds")
+    if isinstance(period, int) and period < 10:
+        causes.append(
+            invalid(
+                "spec.nodeAllocatableUpdatePeriodSeconds",
+                period,
+                "must be greater than or equal to 10 seconds",
+            )
+        )
+    return causes
+
+
+def csi_driver_update(old: Obj, new: Obj) -> list[Cause]:
+    causes = csi_driver(new)
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if old_spec.get("attachRequired") != new_spec.get("attachRequired"):
+        causes.append(_immutable("spec.attachedRequired", new_spec.get("attachRequired")))
+    if old_spec.get("volumeLifecycleModes") != new_spec.get("volumeLifecycleModes"):
+        causes.append(_immutable("spec.volumeLifecycleModes", new_spec.get("volumeLifecycleModes")))
+    return causes
+
+
+def csi_storage_capacity(obj: Obj) -> list[Cause]:
+    """ValidateCSIStorageCapacity: an unset storageClassName fails the name check."""
+    causes = label_selector(obj.get("nodeTopology"), "nodeTopology")
+    causes += _class_name(obj.get("storageClassName") or "", "storageClassName")
+    if obj.get("capacity") is not None:
+        q = _storage_quantity(obj["capacity"])
+        if q is not None and q.value < 0:
+            causes.append(invalid("capacity", str(q), "must be greater than or equal to 0"))
+    return causes
+
+
+def csi_storage_capacity_update(old: Obj, new: Obj) -> list[Cause]:
+    causes: list[Cause] = []
+    if old.get("nodeTopology") != new.get("nodeTopology"):
+        causes.append(_immutable("nodeTopology", new.get("nodeTopology")))
+    if old.get("storageClassName") != new.get("storageClassName"):
+        causes.append(_immutable("storageClassName", new.get("storageClassName") or ""))
     return causes

@@ -98,7 +98,9 @@ async def simulate(
         }
     )
     started = time.monotonic()
-    async with EmulatorServer(objects) as server:
+    # The volume controller completes what the scheduler's volume binding starts
+    # (claims bound, WaitForFirstConsumer volumes provisioned), as a cluster would.
+    async with EmulatorServer(objects, volume_controller=True) as server:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
             conn = config.client_connection
