@@ -186,7 +186,7 @@ def test_node_volume_limits_migrated_in_tree_and_missing_claim() -> None:
 def test_node_volume_limits_hint_on_raised_limit() -> None:
     plugin, _ = limits_setup(1)
     hints = {(e.event.resource, e.event.action): e.hint for e in plugin.events_to_register()}
-    raised = [h for (r, _), h in hints.items() if r == "CSINode" and h is not None][0]
+    raised = next(h for (r, _), h in hints.items() if r == "CSINode" and h is not None)
     pod = PodInfo.from_dict(raw_pod("p", claim_volume("new")))
     low, high = csi_node("n", {"d": 1}), csi_node("n", {"d": 2})
     assert raised(pod, low, high) is QueueingHint.QUEUE
