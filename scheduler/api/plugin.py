@@ -46,6 +46,10 @@ class Plugin:
       Not on pods on other nodes, ``handle.store`` objects or the time.
       NormalizeScore still runs over every feasible node each cycle.
       Plugins that return Skip for a pod do not count.
+    - ``pre_bind_timeout`` (API 1.2, may be set per instance): seconds its
+      PreBind may take when that is longer than the configured PreBind
+      limit (VolumeBinding waits up to ``bindTimeoutSeconds`` for the PV
+      controller); the larger of the two applies.
     - ``pods_via_requested`` (API 1.1): a promise about Filter that its
       verdict sees the pods on a node only through the NodeTable's
       ``requested`` row (never ``table.pods``, ``ports`` or the pod table).
@@ -59,6 +63,7 @@ class Plugin:
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     node_local: ClassVar[bool] = False
     pods_via_requested: ClassVar[bool] = False
+    pre_bind_timeout: float | None = None
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

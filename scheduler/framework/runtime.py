@@ -702,7 +702,7 @@ class Framework:
         waits up to its ``bindTimeoutSeconds`` (600 s by default) for the PV
         controller, so a plugin may declare ``pre_bind_timeout`` (seconds).
         """
-        declared = getattr(self.plugins.get(plugin), "pre_bind_timeout", None)
+        declared = getattr(self.plugins.get(plugin), "pre_bind_timeout", None)  # API 1.2
         limit = self.timeouts.pre_bind
         if isinstance(declared, (int, float)) and declared > limit:
             return float(declared)

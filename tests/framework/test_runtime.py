@@ -401,6 +401,27 @@ async def test_async_prebind_past_its_timeout_is_an_error_naming_the_plugin():
     assert "timed out after 0.05s" in status.message()
 
 
+async def test_prebind_may_declare_a_longer_limit_than_the_configured_one():
+    class SlowBinder:
+        pre_bind_timeout = 0.5  # plugin API 1.2 (VolumeBinding: bindTimeoutSeconds)
+
+        @hookimpl
+        async def pre_bind(self, state, pod, node_name):
+            await asyncio.sleep(0.1)
+
+    class Impatient:
+        pre_bind_timeout = 0.01  # never shortens the configured limit
+
+        @hookimpl
+        async def pre_bind(self, state, pod, node_name):
+            await asyncio.sleep(0.02)
+
+    fw = make_framework(
+        [("Slow", SlowBinder()), ("Impatient", Impatient())], timeouts=Timeouts(pre_bind=0.05)
+    )
+    assert (await fw.run_pre_bind(CycleState(), pod("p"), "n1")).is_success()
+
+
 async def test_postbind_failures_are_reported_not_raised():
     class Flaky:
         @hookimpl

@@ -229,7 +229,7 @@ def _uses_claim(pod: PodInfo, obj: Any) -> bool:
 
 
 class VolumeBinding(Plugin):
-    api_version: ClassVar[str] = "1.1"
+    api_version: ClassVar[str] = "1.2"
     name: ClassVar[str] = NAME
     Args = VolumeBindingArgs
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = (
