@@ -25,7 +25,14 @@ T = TypeVar("T")
 SCHEDULER_LABELS = {"ours": "ours", "kube": "kube-scheduler"}
 
 # Targets from the issue: ours / kube-scheduler throughput.
-TARGET_RATIO = {"SchedulingBasic": 1.0}
+TARGET_RATIO = {
+    "SchedulingBasic": 1.0,
+    # The volume workloads' target, set when kube's volume plugins joined our profile.
+    "SchedulingInTreePVs": 1.5,
+    "SchedulingMigratedInTreePVs": 1.5,
+    "SchedulingCSIPVs": 1.5,
+    "PreemptionPVs": 1.5,
+}
 DEFAULT_TARGET_RATIO = 0.8
 DECISION_P50_TARGET_MS = 1.0
 MEMORY_TARGET_MIB = 1024.0

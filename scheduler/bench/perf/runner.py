@@ -181,11 +181,24 @@ class Api:
 
     async def create_all(self, objects: Sequence[dict[str, Any]], concurrency: int) -> None:
         """POST every object, `concurrency` in flight."""
-        it = iter(objects)
+        await self.create_groups([[obj] for obj in objects], concurrency)
+
+    async def create_groups(
+        self, groups: Sequence[Sequence[dict[str, Any]]], concurrency: int
+    ) -> None:
+        """Create every group, `concurrency` groups in flight, each group's objects
+        one after the other (a pod's PVC and PV before it, as scheduler_perf's
+        workers do). Kinds whose status a create resets get it written back."""
+        it = iter(groups)
 
         async def worker() -> None:
-            for obj in it:
-                await self.request("POST", collection_path(obj), obj, ok=(201, 409))
+            for group in it:
+                for obj in group:
+                    path = collection_path(obj)
+                    await self.request("POST", path, obj, ok=(201, 409))
+                    if obj["kind"] in workloads.STATUS_UPDATE_KINDS:
+                        status_path = f"{path}/{obj['metadata']['name']}/status"
+                        await self.request("PUT", status_path, obj, ok=(200, 201))
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
@@ -198,21 +211,28 @@ def collection_path(obj: dict[str, Any]) -> str:
         "Node": "nodes",
         "Namespace": "namespaces",
         "Service": "services",
+        "PersistentVolumeClaim": "persistentvolumeclaims",
+        "PersistentVolume": "persistentvolumes",
         "PriorityClass": "priorityclasses",
+        "CSINode": "csinodes",
     }[kind]
     if kind == "PriorityClass":
         return "/apis/scheduling.k8s.io/v1/priorityclasses"
+    if kind == "CSINode":
+        return "/apis/storage.k8s.io/v1/csinodes"
     if namespace:
         return f"/api/v1/namespaces/{namespace}/{plural}"
     return f"/api/v1/{plural}"
 
 
 async def populate(api: Api, workload: Workload, concurrency: int) -> None:
-    """Namespaces, the PriorityClass, nodes and already-bound pods (if not preloaded)."""
+    """Namespaces, the PriorityClass, nodes, their CSINodes and already-bound pods
+    (if not preloaded)."""
     if api.server.preloaded:
         return
     await api.create_all([*workloads.namespaces(), workloads.priority_class()], 1)
     await api.create_all(list(workloads.nodes(workload)), concurrency)
+    await api.create_all(list(workloads.csi_nodes(workload)), concurrency)
     if workload.bound_pods:
         await api.create_all(list(workloads.bound_pods(workload)), concurrency)
 
@@ -450,13 +470,6 @@ def phase_timeout(options: Options, phase: Phase) -> float:
     return 120.0 + phase.count / 10.0  # generous: 10 pods/s would still finish
 
 
-def _phase_pods(phase: Phase) -> list[dict[str, Any]]:
-    return [
-        workloads.pod(phase.template, workloads.pod_name(phase.name, i), phase.namespace)
-        for i in range(phase.count)
-    ]
-
-
 async def _churn(api: Api) -> None:
     """scheduler_perf's churn op, mode recreate: every second a node, an unschedulable
     high-priority pod and a service appear; a second later they are deleted."""
@@ -491,11 +504,11 @@ async def drive(
     try:
         await tracker.start()
         for phase in workload.phases:
-            pods = _phase_pods(phase)
+            groups = workloads.phase_objects(phase)
             done = tracker.wait_for(phase.namespace, phase.count)
             if not phase.measure:
                 t0 = time.perf_counter()
-                await api.create_all(pods, options.concurrency)
+                await api.create_groups(groups, options.concurrency)
                 if phase.wait:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
@@ -512,7 +525,7 @@ async def drive(
             metrics_before = await scrape(proc.metrics_url)
             before = proc_sample(proc.pid)
             start = time.perf_counter()
-            creating = asyncio.create_task(api.create_all(pods, options.concurrency))
+            creating = asyncio.create_task(api.create_groups(groups, options.concurrency))
             timed_out = False
             try:
                 await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
@@ -687,6 +700,9 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
             "bound_pods": workload.bound_pods,
             "phases": [dataclasses.asdict(p) for p in workload.phases],
             "churn": workload.churn,
+            "csi_nodes": (
+                dataclasses.asdict(workload.csi_nodes) if workload.csi_nodes is not None else None
+            ),
         },
         "schedulers": {},
     }
@@ -752,11 +768,13 @@ def _workload_names(values: Sequence[str]) -> list[str]:
                 continue
             if part == "all":
                 names += workloads.DEFAULT_WORKLOADS
+            elif part == "volumes":
+                names += workloads.VOLUME_WORKLOADS
             elif part in workloads.WORKLOAD_NAMES:
                 names.append(part)
             else:
                 raise SystemExit(
-                    f"unknown workload {part!r}; choose from: all, "
+                    f"unknown workload {part!r}; choose from: all, volumes, "
                     + ", ".join(workloads.WORKLOAD_NAMES)
                 )
     return list(dict.fromkeys(names)) or list(workloads.DEFAULT_WORKLOADS)
@@ -774,7 +792,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="NAME",
         help="workload(s), comma-separated or repeated; 'all' (default) runs every one "
-        "but Memory: " + ", ".join(workloads.WORKLOAD_NAMES),
+        "but Memory, 'volumes' the ones with PVs: " + ", ".join(workloads.WORKLOAD_NAMES),
     )
     parser.add_argument("--scale", choices=sorted(workloads.SCALES), default="full")
     parser.add_argument("--nodes", type=int, help="override the number of nodes")

@@ -14,6 +14,14 @@ throughput is collected over. Sizes are scheduler_perf's ``5000Nodes``
 (``--scale full``) and ``500Nodes`` (``--scale small``) variants; the brief
 for this project sets SchedulingBasic's full run to 10,000 measured pods.
 
+The volume workloads (``volumes/performance-config.yaml`` upstream) give a
+phase's pods a ``volume`` source: as ``createPods`` with
+``persistentVolumeTemplatePath``/``persistentVolumeClaimTemplatePath`` (test/utils'
+``CreatePodWithPersistentVolume``), every pod gets its own PVC and a PV
+pre-bound to it, created through the API just before the pod, inside the
+measured window when the phase is measured. Their nodes may carry CSINode
+objects (``nodeAllocatableStrategy``).
+
 Everything here is plain data, so a workload can cross a process boundary
 (the emulator builds its preloaded objects from it in its own process).
 """
@@ -28,6 +36,11 @@ SCHEDULER_NAME = "perf-scheduler"
 HIGH_PRIORITY_CLASS = "perf-high"
 HIGH_PRIORITY = 10
 INIT_NAMESPACE = "sched-0"
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
+MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
+VOLUME_SOURCES = ("aws", "csi")  # pv-aws.yaml, pv-csi.yaml
 MEASURE_NAMESPACE = "sched-1"
 CHURN_NAMESPACE = "churn"
 NAMESPACES = (INIT_NAMESPACE, MEASURE_NAMESPACE, CHURN_NAMESPACE)
@@ -45,6 +58,24 @@ class Phase:
     namespace: str
     wait: bool = True  # wait until all are scheduled before the next phase
     measure: bool = False
+    # "aws" (pv-aws.yaml) or "csi" (pv-csi.yaml): each pod gets its own PVC
+    # (pvc.yaml) and a PV of that source bound to it, created right before it.
+    volume: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CSINodeTemplate:
+    """scheduler_perf's ``nodeAllocatableStrategy``: a CSINode per node.
+
+    Upstream's strategy also merge-patches ``attachable-volumes-csi-*`` into
+    ``status.allocatable``, but it patches the node's main resource, where
+    kube-apiserver keeps the old status (nodeStrategy.PrepareForUpdate), so
+    the nodes end up without it; only the CSINode counts, and only it is made.
+    """
+
+    driver: str = EBS_CSI_DRIVER
+    count: int = 39
+    migrated_plugins: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +87,7 @@ class Workload:
     churn: bool = False  # scheduler_perf's ``churn`` op, mode recreate, every second
     bound_pods: int = 0  # pods that exist already bound before the scheduler starts
     memory_only: bool = False  # measure the scheduler's memory after sync, no scheduling
+    csi_nodes: CSINodeTemplate | None = None  # a CSINode object for every node
 
     @property
     def measured(self) -> Phase | None:
@@ -65,8 +97,12 @@ class Workload:
         parts = [f"{self.nodes} nodes"]
         if self.bound_pods:
             parts.append(f"{self.bound_pods} bound pods")
+        if self.csi_nodes is not None:
+            migrated = ",".join(self.csi_nodes.migrated_plugins) or "none migrated"
+            parts.append(f"CSINodes {self.csi_nodes.driver}={self.csi_nodes.count} ({migrated})")
         for phase in self.phases:
-            parts.append(f"{phase.count} {phase.name} pods")
+            volume = f" with {phase.volume} PV+PVC" if phase.volume else ""
+            parts.append(f"{phase.count} {phase.name} pods{volume}")
         if self.churn:
             parts.append("churn 1/s")
         return ", ".join(parts)
@@ -155,6 +191,53 @@ def _memory(nodes: int, init: int, measure: int) -> Workload:
     return Workload("Memory", nodes, (), bound_pods=init, memory_only=True)
 
 
+def _pv_workload(
+    name: str,
+    nodes: int,
+    init: int,
+    measure: int,
+    volume: str,
+    csi_nodes: CSINodeTemplate | None,
+) -> Workload:
+    return Workload(
+        name,
+        nodes,
+        (
+            Phase("init", init, "default", INIT_NAMESPACE, volume=volume),
+            Phase("measured", measure, "default", MEASURE_NAMESPACE, measure=True, volume=volume),
+        ),
+        csi_nodes=csi_nodes,
+    )
+
+
+def _in_tree_pvs(nodes: int, init: int, measure: int) -> Workload:
+    # No nodeAllocatableStrategy upstream: the nodes have no CSINode at all.
+    return _pv_workload("SchedulingInTreePVs", nodes, init, measure, "aws", None)
+
+
+def _migrated_in_tree_pvs(nodes: int, init: int, measure: int) -> Workload:
+    csi = CSINodeTemplate(migrated_plugins=(AWS_EBS_PLUGIN,))
+    return _pv_workload("SchedulingMigratedInTreePVs", nodes, init, measure, "aws", csi)
+
+
+def _csi_pvs(nodes: int, init: int, measure: int) -> Workload:
+    # Upstream lists no migratedPlugins: the annotation is there, empty.
+    return _pv_workload("SchedulingCSIPVs", nodes, init, measure, "csi", CSINodeTemplate())
+
+
+def _preemption_pvs(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "PreemptionPVs",
+        nodes,
+        (
+            Phase("init", init, "low-priority", INIT_NAMESPACE),
+            Phase(
+                "measured", measure, "high-priority", MEASURE_NAMESPACE, measure=True, volume="aws"
+            ),
+        ),
+    )
+
+
 _BUILDERS = {
     "SchedulingBasic": _basic,
     "SchedulingPodAntiAffinity": _anti_affinity,
@@ -164,7 +247,17 @@ _BUILDERS = {
     "PreemptionBasic": _preemption,
     "SchedulingWithMixedChurn": _mixed_churn,
     "Memory": _memory,
+    "SchedulingInTreePVs": _in_tree_pvs,
+    "SchedulingMigratedInTreePVs": _migrated_in_tree_pvs,
+    "SchedulingCSIPVs": _csi_pvs,
+    "PreemptionPVs": _preemption_pvs,
 }
+VOLUME_WORKLOADS: tuple[str, ...] = (
+    "SchedulingInTreePVs",
+    "SchedulingMigratedInTreePVs",
+    "SchedulingCSIPVs",
+    "PreemptionPVs",
+)
 
 # (nodes, init pods, measured pods) per scale. "full" is scheduler_perf's
 # 5000Nodes variant (PreemptionBasic has only a 500Nodes one upstream);
@@ -179,6 +272,10 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "PreemptionBasic": (500, 2000, 500),
         "SchedulingWithMixedChurn": (5000, 0, 2000),
         "Memory": (5000, 150000, 0),
+        "SchedulingInTreePVs": (5000, 5000, 1000),
+        "SchedulingMigratedInTreePVs": (5000, 5000, 1000),
+        "SchedulingCSIPVs": (5000, 5000, 1000),
+        "PreemptionPVs": (1000, 4000, 1000),
     },
     "small": {
         "SchedulingBasic": (500, 500, 1000),
@@ -189,6 +286,10 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "PreemptionBasic": (500, 2000, 500),
         "SchedulingWithMixedChurn": (500, 0, 1000),
         "Memory": (500, 15000, 0),
+        "SchedulingInTreePVs": (500, 500, 1000),
+        "SchedulingMigratedInTreePVs": (500, 500, 1000),
+        "SchedulingCSIPVs": (500, 500, 1000),
+        "PreemptionPVs": (1000, 4000, 1000),
     },
 }
 
@@ -255,8 +356,14 @@ def _container(cpu: str, limits: bool = True) -> Obj:
     }
 
 
-def pod(template: str, name: str, namespace: str, node: str | None = None) -> Obj:
-    """A pod from one of scheduler_perf's templates (by short name)."""
+def pod(
+    template: str, name: str, namespace: str, node: str | None = None, claim: str | None = None
+) -> Obj:
+    """A pod from one of scheduler_perf's templates (by short name).
+
+    With `claim`, the one volume ``CreatePodWithPersistentVolume`` adds: ``vol``
+    from that PVC.
+    """
     labels: dict[str, str] = {}
     spec: Obj = {"schedulerName": SCHEDULER_NAME}
     cpu = "100m"
@@ -316,6 +423,8 @@ def pod(template: str, name: str, namespace: str, node: str | None = None) -> Ob
     elif template != "default":  # the default template adds nothing
         raise ValueError(f"unknown pod template {template!r}")
     spec["containers"] = [_container(cpu, limits=template != "high-priority-large-cpu")]
+    if claim is not None:
+        spec["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
     if node is not None:
         spec["nodeName"] = node
     metadata: Obj = {"name": name, "namespace": namespace}
@@ -346,6 +455,123 @@ def nodes(workload: Workload) -> Iterator[Obj]:
         yield node(i, workload.zones)
 
 
+def csi_node(name: str, template: CSINodeTemplate) -> Obj:
+    """What ``NodeAllocatableStrategy.createCSINode`` creates for node `name`.
+
+    The migrated-plugins annotation is always set, empty when nothing is
+    migrated (``strings.Join`` of no plugins), as upstream does.
+    """
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {
+            "name": name,
+            "annotations": {MIGRATED_PLUGINS_ANNOTATION: ",".join(template.migrated_plugins)},
+        },
+        "spec": {
+            "drivers": [
+                {"name": template.driver, "nodeID": name, "allocatable": {"count": template.count}}
+            ]
+        },
+    }
+
+
+def csi_nodes(workload: Workload) -> Iterator[Obj]:
+    if workload.csi_nodes is None:
+        return
+    for i in range(workload.nodes):
+        yield csi_node(node_name(i), workload.csi_nodes)
+
+
+def claim_name(i: int) -> str:
+    return f"pvc-{i}"
+
+
+def volume_name(namespace: str, i: int) -> str:
+    """The PV's name: the factory's ``vol-<i>``, prefixed with the namespace
+    because PVs are cluster-wide."""
+    return f"{namespace}-vol-{i}"
+
+
+def persistent_volume_claim(namespace: str, i: int) -> Obj:
+    """``pvc.yaml`` bound to its PV: ``spec.volumeName`` and phase Bound (the
+    status is sent on create and again with a status update, as upstream)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": claim_name(i),
+            "namespace": namespace,
+            "annotations": {BIND_COMPLETED_ANNOTATION: "true"},
+        },
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": volume_name(namespace, i),
+        },
+        "status": {"phase": "Bound"},
+    }
+
+
+def persistent_volume(source: str, namespace: str, i: int) -> Obj:
+    """``pv-aws.yaml`` or ``pv-csi.yaml`` as ``getCustomVolumeFactory`` and
+    ``CreatePodWithPersistentVolume`` fill them in: the AWS volume ID stays
+    ``vol-<i>`` (so the init and measured phases share IDs, as upstream), the
+    CSI handle is the PV's name; a claimRef to ``pvc-<i>`` and phase Bound."""
+    name = volume_name(namespace, i)
+    spec: Obj = {
+        "accessModes": ["ReadOnlyMany"],
+        "capacity": {"storage": "1Gi"},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {
+            "kind": "PersistentVolumeClaim",
+            "namespace": namespace,
+            "name": claim_name(i),
+            "apiVersion": "v1",
+        },
+    }
+    if source == "aws":
+        spec["awsElasticBlockStore"] = {"volumeID": f"vol-{i}"}
+    elif source == "csi":
+        spec["csi"] = {"driver": EBS_CSI_DRIVER, "volumeHandle": name}
+    else:
+        raise ValueError(f"unknown volume source {source!r}")
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"phase": "Bound"},
+    }
+
+
+def phase_objects(phase: Phase) -> list[list[Obj]]:
+    """What a phase creates, one group per pod, each group created in order.
+
+    A volume phase's group is upstream's order: the PVC first (the PV refers
+    to it), then the PV, then the pod. Objects of kinds in
+    ``STATUS_UPDATE_KINDS`` get their status written again after the create,
+    since creating resets it.
+    """
+    groups: list[list[Obj]] = []
+    for i in range(phase.count):
+        name = pod_name(phase.name, i)
+        if phase.volume is None:
+            groups.append([pod(phase.template, name, phase.namespace)])
+            continue
+        groups.append(
+            [
+                persistent_volume_claim(phase.namespace, i),
+                persistent_volume(phase.volume, phase.namespace, i),
+                pod(phase.template, name, phase.namespace, claim=claim_name(i)),
+            ]
+        )
+    return groups
+
+
+STATUS_UPDATE_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume"})
+
+
 def bound_pods(workload: Workload) -> Iterator[Obj]:
     """Memory mode: pods already on nodes, spread evenly (30 a node at 150k/5k)."""
     for i in range(workload.bound_pods):
@@ -354,7 +580,13 @@ def bound_pods(workload: Workload) -> Iterator[Obj]:
 
 def preloaded_objects(workload: Workload) -> list[Obj]:
     """What an emulator can hold before the run starts (no scheduling involved)."""
-    return [*namespaces(), priority_class(), *nodes(workload), *bound_pods(workload)]
+    return [
+        *namespaces(),
+        priority_class(),
+        *nodes(workload),
+        *csi_nodes(workload),
+        *bound_pods(workload),
+    ]
 
 
 def churn_service(i: int) -> Obj:
