@@ -31,7 +31,7 @@ def test_binaries_are_the_pinned_releases() -> None:
     kubernetes_version, etcd_version = pinned_versions()
     bin_dir = ensure_binaries()
     assert bin_dir.parent.name == f"{kubernetes_version}-{etcd_version}"
-    for binary in ("kube-apiserver", "kube-scheduler"):
+    for binary in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
         out = subprocess.run(
             [bin_dir / binary, "--version"], capture_output=True, text=True, check=True
         )
@@ -224,3 +224,37 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_long_build_reports_progress_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stand-in for `go` that takes a while: the build must keep saying so.
+    fake_go = tmp_path / "go"
+    fake_go.write_text("#!/bin/sh\nsleep 1.2\nexit 3\n")
+    fake_go.chmod(0o755)
+    monkeypatch.setattr(controlplane, "BUILD_PROGRESS_INTERVAL", 0.25)
+    caplog.set_level("WARNING", logger=controlplane.__name__)
+    with (
+        open(tmp_path / "build.log", "w") as log_file,
+        pytest.raises(ControlPlaneError, match=r"`go build example.com/cmd/x` failed \(exit 3\)"),
+    ):
+        controlplane._go_build(
+            str(fake_go), tmp_path, ["example.com/cmd/x"], "x", "", log_file, "x"
+        )
+    progress = [r.getMessage() for r in caplog.records if "still building x" in r.getMessage()]
+    assert 3 <= len(progress) <= 5, progress
+    assert f"(log: {tmp_path / 'build.log'})" in progress[-1]
+
+
+def test_error_message_without_go_names_every_binary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controlplane, "GO_CANDIDATES", ())
+    monkeypatch.delenv("GO", raising=False)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(ControlPlaneError) as failure:
+        controlplane._find_go()
+    assert "build kube-apiserver, kube-scheduler, kube-controller-manager and etcd" in str(
+        failure.value
+    )
