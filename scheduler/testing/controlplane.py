@@ -329,10 +329,10 @@ def ensure_binaries() -> Path:
         staging = Path(tempfile.mkdtemp(prefix="bin.", dir=key_dir))
         started = time.monotonic()
         log.warning(
-            "building %s %s and etcd %s into %s "
+            "building Kubernetes %s (%s) and etcd %s into %s "
             "(a cold build takes 10-20 minutes on two cores; log: %s)",
-            _names(KUBE_BINARIES),
             kubernetes_version,
+            _names(KUBE_BINARIES),
             etcd_version,
             bin_dir,
             build_log,
