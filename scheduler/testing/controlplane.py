@@ -6,7 +6,8 @@ same tests must also pass against a real kube-apiserver on a real etcd, the way
 kube-scheduler's own integration tests and scheduler_perf run (no kubelets: nodes
 are plain API objects). The binaries are built from the Go modules pinned in
 ``tools/controlplane/`` (there are no binary downloads on CI machines, only the
-Go module proxy) and cached outside the repository, keyed by the pinned versions.
+Go module proxy) and cached outside the repository, keyed by the pinned versions
+and a digest of the pin.
 
 Entry points:
 
@@ -305,10 +306,14 @@ def ensure_binaries() -> Path:
         return bin_dir
 
     kubernetes_version, etcd_version = pinned_versions()
-    key_dir = cache_root() / f"{kubernetes_version}-{etcd_version}"
+    stamp = _pin_digest()
+    # The digest is part of the directory, not only of the stamp: checkouts whose
+    # pins differ for the same versions (another branch, another binary set) then
+    # each keep their own binaries instead of rebuilding over the other's, which
+    # would also replace binaries under that checkout's running tests.
+    key_dir = cache_root() / f"{kubernetes_version}-{etcd_version}-{stamp[:12]}"
     bin_dir = key_dir / "bin"
     stamp_file = key_dir / "stamp"
-    stamp = _pin_digest()
 
     def up_to_date() -> bool:
         return (

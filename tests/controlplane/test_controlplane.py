@@ -30,7 +30,7 @@ from scheduler.testing.controlplane import (
 def test_binaries_are_the_pinned_releases() -> None:
     kubernetes_version, etcd_version = pinned_versions()
     bin_dir = ensure_binaries()
-    assert bin_dir.parent.name == f"{kubernetes_version}-{etcd_version}"
+    assert bin_dir.parent.name.startswith(f"{kubernetes_version}-{etcd_version}-")
     for binary in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
         out = subprocess.run(
             [bin_dir / binary, "--version"], capture_output=True, text=True, check=True
@@ -258,3 +258,17 @@ def test_error_message_without_go_names_every_binary(
     assert "build kube-apiserver, kube-scheduler, kube-controller-manager and etcd" in str(
         failure.value
     )
+
+
+def test_cache_directory_is_keyed_by_the_pin_and_the_set_of_binaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cache built before kube-controller-manager was added must neither count as
+    # current nor share this one's directory: a checkout still on the old pin
+    # (same ~/.cache) then never rebuilds over this checkout's binaries.
+    monkeypatch.delenv(controlplane.BIN_DIR_ENV, raising=False)
+    bin_dir = ensure_binaries()
+    assert bin_dir.parent.name.endswith("-" + controlplane._pin_digest()[:12])
+    without = tuple(name for name in controlplane.BINARIES if name != "kube-controller-manager")
+    monkeypatch.setattr(controlplane, "BINARIES", without)
+    assert controlplane._pin_digest()[:12] not in bin_dir.parent.name
