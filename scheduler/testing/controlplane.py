@@ -738,6 +738,24 @@ class ControlPlane:
         if response.status not in (201, 409):
             raise ApiError("POST", self.server + "/api/v1/namespaces", response)
 
+    def run_controller_manager(
+        self, controllers: Sequence[str] | None = None, **options: Any
+    ) -> contextlib.AbstractContextManager[KubeControllerManagerProcess]:
+        """:func:`run_kube_controller_manager` against this control plane, as admin.
+
+        Its work directory and log go under this control plane's `workdir`
+        (``kube-controller-manager-<n>/``), kept with it when
+        ``SCHEDULER_CONTROLPLANE_KEEP`` is set. `options` are passed on.
+        """
+        index = len(list(self.workdir.glob("kube-controller-manager-*")))
+        return run_kube_controller_manager(
+            self.kubeconfig,
+            controllers=VOLUME_CONTROLLERS if controllers is None else controllers,
+            workdir=self.workdir / f"kube-controller-manager-{index}",
+            bin_dir=self.bin_dir,
+            **options,
+        )
+
     def log_paths(self) -> dict[str, Path]:
         """Log file per component, for failure messages."""
         return {process.name: process.log_path for process in self._processes}
@@ -1210,6 +1228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("build", help=f"build (or reuse) {_names(BINARIES)}")
     up = commands.add_parser("up", help="run etcd + kube-apiserver until interrupted")
     up.add_argument("--workdir", type=Path, default=None)
+    up.add_argument(
+        "--volume-controllers",
+        action="store_true",
+        help=f"also run kube-controller-manager with {', '.join(VOLUME_CONTROLLERS)}",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.monotonic()
@@ -1217,7 +1240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bin_dir = ensure_binaries()
         print(f"{bin_dir} ({time.monotonic() - started:.0f} s)")
         return 0
-    with start_control_plane(workdir=args.workdir) as plane:
+    with contextlib.ExitStack() as stack:
+        plane = stack.enter_context(start_control_plane(workdir=args.workdir))
+        if args.volume_controllers:
+            stack.enter_context(plane.run_controller_manager())
         print(f"ready in {time.monotonic() - started:.1f} s: {plane.server}")
         print(f"export KUBECONFIG={plane.kubeconfig}")
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop cleanly on SIGTERM too

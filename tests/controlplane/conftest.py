@@ -21,7 +21,6 @@ from scheduler.testing.controlplane import (
     ControlPlane,
     KubeControllerManagerProcess,
     RestClient,
-    run_kube_controller_manager,
     start_control_plane,
 )
 
@@ -35,16 +34,14 @@ def real_control_plane(control_plane_binaries: Path) -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def kube_controller_manager(
-    real_control_plane: ControlPlane, control_plane_binaries: Path
+    real_control_plane: ControlPlane,
 ) -> Iterator[KubeControllerManagerProcess]:
     """kube-controller-manager with the volume controllers, on `real_control_plane`.
 
-    Session-scoped: starting it costs seconds, and its controllers only react to
-    objects, so tests that create their own uniquely named objects can share it.
+    Session-scoped: its controllers only react to objects, so tests that create
+    their own uniquely named objects can share one (and its informers stay warm).
     """
-    with run_kube_controller_manager(
-        real_control_plane.kubeconfig, bin_dir=control_plane_binaries
-    ) as process:
+    with real_control_plane.run_controller_manager() as process:
         yield process
 
 
