@@ -6,11 +6,17 @@ session, and against a real kube-apiserver + etcd. ``--backend=emulator`` or
 ``--backend=real`` (or env SCHEDULER_TEST_BACKEND) picks one. Where the two
 disagree, the real kube-apiserver is right. Tests get a kubernetes-asyncio
 ApiClient and a namespace of their own, so they never see each other's objects.
+
+The real backend runs no controllers; a test that needs PVCs bound or ephemeral
+volumes' claims created asks for ``volume_controllers`` as well.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -20,6 +26,13 @@ from typing import Any
 import pytest
 
 from scheduler.emulator import EmulatorServer
+from scheduler.testing.controlplane import (
+    ControlPlaneError,
+    KubeControllerManagerProcess,
+    ensure_binaries,
+    run_kube_controller_manager,
+    start_control_plane,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,14 +60,34 @@ class KubeBackend:
 
 
 @pytest.fixture(scope="session")
+def control_plane_binaries(request: pytest.FixtureRequest) -> Path:
+    """The built control plane binaries (see ``ensure_binaries``), built on first use.
+
+    A cold build takes many minutes inside a fixture, where pytest captures output
+    and log records; the build's progress lines (one every 30 s) are shown on the
+    terminal meanwhile so that the session never looks hung.
+    """
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    uncaptured = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+    logger = logging.getLogger("scheduler.testing.controlplane")
+    with uncaptured:
+        handler = logging.StreamHandler(sys.stderr)  # the real stderr, captured no more
+        handler.setFormatter(logging.Formatter("\n[control plane] %(message)s"))
+        logger.addHandler(handler)
+        try:
+            return ensure_binaries()
+        finally:
+            logger.removeHandler(handler)
+
+
+@pytest.fixture(scope="session")
 def kube_backend(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[KubeBackend]:
     kind = request.param
     if kind == "real":
-        from scheduler.testing.controlplane import start_control_plane
-
-        with start_control_plane() as plane:
+        bin_dir: Path = request.getfixturevalue("control_plane_binaries")
+        with start_control_plane(bin_dir=bin_dir) as plane:
             yield KubeBackend("real", Path(plane.kubeconfig))
         return
     server = EmulatorServer().start_in_thread()
@@ -66,6 +99,35 @@ def kube_backend(
         )
     finally:
         server.stop_thread()
+
+
+@pytest.fixture(scope="session")
+def volume_controllers(
+    request: pytest.FixtureRequest, kube_backend: KubeBackend
+) -> Iterator[KubeControllerManagerProcess | None]:
+    """The PersistentVolume binder and ephemeral-volume controller, on the real backend.
+
+    On the real backend: one kube-controller-manager for the session, running only
+    ``VOLUME_CONTROLLERS`` against that backend's apiserver, so PVCs get bound to
+    matching PVs, a PV pre-bound by the scheduler (``spec.claimRef``) has its
+    binding completed, and a pod's generic ephemeral volume gets its
+    ``<pod>-<volume>`` PVC. Skipped, with the reason, when the binaries cannot be
+    built (no Go toolchain, build failure); a kube-controller-manager that is built
+    but fails to start is an error, not a skip.
+
+    On the emulator: None. The emulator's equivalent (an emulated PV controller) is
+    enabled separately, in the emulator itself, not by this fixture; until it is, a
+    test that needs binding on both backends checks for None and skips.
+    """
+    if kube_backend.kind != "real":
+        yield None
+        return
+    try:
+        bin_dir: Path = request.getfixturevalue("control_plane_binaries")
+    except ControlPlaneError as error:
+        pytest.skip(f"kube-controller-manager cannot be built: {error}")
+    with run_kube_controller_manager(kube_backend.kubeconfig, bin_dir=bin_dir) as process:
+        yield process
 
 
 @pytest.fixture

@@ -1,22 +1,29 @@
-"""A real Kubernetes control plane for tests: etcd + kube-apiserver, and kube-scheduler.
+"""A real Kubernetes control plane for tests: etcd + kube-apiserver, kube-scheduler and
+kube-controller-manager.
 
 The emulator is the suite's default backend, but users run real clusters, so the
 same tests must also pass against a real kube-apiserver on a real etcd, the way
 kube-scheduler's own integration tests and scheduler_perf run (no kubelets: nodes
 are plain API objects). The binaries are built from the Go modules pinned in
 ``tools/controlplane/`` (there are no binary downloads on CI machines, only the
-Go module proxy) and cached outside the repository, keyed by the pinned versions.
+Go module proxy) and cached outside the repository, keyed by the pinned versions
+and a digest of the pin.
 
 Entry points:
 
-- :func:`ensure_binaries` builds (or reuses) ``kube-apiserver``, ``kube-scheduler``
-  and ``etcd`` and returns their directory.
+- :func:`ensure_binaries` builds (or reuses) ``kube-apiserver``, ``kube-scheduler``,
+  ``kube-controller-manager`` and ``etcd`` and returns their directory.
 - :func:`start_control_plane` starts etcd and kube-apiserver on loopback ports with
   generated certificates, static tokens and RBAC, waits for ``/readyz`` and yields a
   :class:`ControlPlane`; everything is torn down on exit, also when the body raises.
 - :func:`run_kube_scheduler` runs the built kube-scheduler against any kubeconfig
   (the real apiserver or the emulator) with a JSON content type, as the peer for
   benchmarks and the oracle for fidelity tests.
+- :func:`run_kube_controller_manager` runs the built kube-controller-manager against
+  a control plane, with only the controllers a test asks for (by default the
+  PersistentVolume binder and the ephemeral-volume controller). It is *not* part of
+  :func:`start_control_plane`: a control plane runs without any controllers unless
+  a test (or the ``volume_controllers`` fixture) starts them.
 - :class:`RestClient` is a small synchronous JSON client for test set-up, so that
   starting a control plane needs neither an event loop nor generated models.
 
@@ -63,16 +70,19 @@ __all__ = [
     "KUBE_SCHEDULER",
     "SCHEDULER_SERVICE_ACCOUNT",
     "UNPRIVILEGED",
+    "VOLUME_CONTROLLERS",
     "ApiError",
     "ApiResponse",
     "ControlPlane",
     "ControlPlaneError",
+    "KubeControllerManagerProcess",
     "KubeSchedulerProcess",
     "RestClient",
     "StaticUser",
     "cache_root",
     "ensure_binaries",
     "pinned_versions",
+    "run_kube_controller_manager",
     "run_kube_scheduler",
     "start_control_plane",
 ]
@@ -87,22 +97,34 @@ ETCD_MODULE_DIR: Final = TOOLS_DIR / "etcd"
 
 KUBE_APISERVER: Final = "kube-apiserver"
 KUBE_SCHEDULER_BINARY: Final = "kube-scheduler"
+KUBE_CONTROLLER_MANAGER: Final = "kube-controller-manager"
 ETCD: Final = "etcd"
-BINARIES: Final = (KUBE_APISERVER, KUBE_SCHEDULER_BINARY, ETCD)
+#: The ``k8s.io/kubernetes/cmd/...`` binaries, built together in one ``go build``
+#: so that the packages they share are compiled once.
+KUBE_BINARIES: Final = (KUBE_APISERVER, KUBE_SCHEDULER_BINARY, KUBE_CONTROLLER_MANAGER)
+BINARIES: Final = (*KUBE_BINARIES, ETCD)
+#: How often a running ``go build`` reports that it is still going, so that a cold
+#: build (many minutes) never looks like a hung test session.
+BUILD_PROGRESS_INTERVAL: Final = 30.0
 
 #: Where to look for ``go`` after ``$GO``: PATH, then the official tarball's location.
 GO_CANDIDATES: tuple[str, ...] = ("go", "/usr/local/go/bin/go")
-#: Use these binaries instead of building (a directory holding all three).
+#: Use these binaries instead of building (a directory holding all of BINARIES).
 BIN_DIR_ENV: Final = "SCHEDULER_CONTROLPLANE_BIN_DIR"
 #: Keep the control plane's work directory (certificates, logs, etcd data) after stop.
 KEEP_WORKDIR_ENV: Final = "SCHEDULER_CONTROLPLANE_KEEP"
 
-#: Admission plugins that only make sense with kube-controller-manager running.
-#: Without it, ServiceAccount admission rejects every pod (the ``default``
+#: Admission plugins that only make sense with kube-controller-manager running all
+#: its default controllers. The control plane runs none unless a test starts
+#: :func:`run_kube_controller_manager`, and even then only a few (see
+#: :data:`VOLUME_CONTROLLERS`), so these stay disabled always. Without the
+#: controllers, ServiceAccount admission rejects every pod (the ``default``
 #: ServiceAccount is created by a controller), TaintNodesByCondition leaves a
 #: ``node.kubernetes.io/not-ready:NoSchedule`` taint on every new node (the node
 #: lifecycle controller removes it) and StorageObjectInUseProtection adds
-#: finalizers to PVCs/PVs that nothing would ever remove. Kubernetes' own
+#: finalizers to PVCs/PVs that nothing would ever remove (only the pvc-protection
+#: and pv-protection controllers do; StorageObjectInUseProtection could be enabled
+#: only if every run also started those). Kubernetes' own
 #: integration tests disable ServiceAccount and TaintNodesByCondition the same way.
 #: Priority, DefaultTolerationSeconds, NodeRestriction and the rest stay on, as in
 #: a real cluster.
@@ -161,16 +183,27 @@ def _find_go() -> str:
         if candidate and (found := shutil.which(candidate)):
             return found
     raise ControlPlaneError(
-        "the Go toolchain is needed to build kube-apiserver, kube-scheduler and etcd "
+        f"the Go toolchain is needed to build {_names(BINARIES)} "
         "(go 1.26 or newer, with access to the Go module proxy) but `go` was not found "
         f"on PATH or at /usr/local/go/bin/go; install Go, set GO=/path/to/go, or set "
         f"{BIN_DIR_ENV} to a directory that already holds {', '.join(BINARIES)}"
     )
 
 
+def _names(names: Sequence[str]) -> str:
+    """``a, b and c``: binary names for messages, kept in step with :data:`BINARIES`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _pin_digest() -> str:
-    """Hash the module files, so that any change to the pin (not only the version) rebuilds."""
+    """Hash the module files and the set of binaries, so that any change rebuilds.
+
+    Any change to the pin (not only the version) changes go.mod/go.sum; the
+    binary names are hashed too so that a cache built before a binary was added
+    is rebuilt rather than found incomplete binary by binary.
+    """
     digest = hashlib.sha256()
+    digest.update(" ".join(BINARIES).encode())
     for module_dir in (KUBERNETES_MODULE_DIR, ETCD_MODULE_DIR):
         for name in ("go.mod", "go.sum"):
             digest.update(name.encode())
@@ -207,20 +240,48 @@ def _go_build(
     output: str,
     ldflags: str,
     log_file: IO[str],
+    what: str,
 ) -> None:
-    """``go build`` `packages` of the module in `module_dir` to `output` (file, or ``dir/``)."""
+    """``go build`` `packages` of the module in `module_dir` to `output` (file, or ``dir/``).
+
+    Logs that `what` is still being built every :data:`BUILD_PROGRESS_INTERVAL`
+    seconds, and how long it took.
+    """
     env = dict(os.environ)
     # Static binaries, and go.sum is authoritative: a build never edits the pin.
     env.update(CGO_ENABLED="0", GOFLAGS="-mod=readonly")
     command = [go, "build", "-trimpath", f"-ldflags={ldflags}", "-o", output, *packages]
     log_file.write(f"$ (cd {module_dir} && {' '.join(command)})\n")
     log_file.flush()
-    result = subprocess.run(
-        command, cwd=module_dir, env=env, stdout=log_file, stderr=subprocess.STDOUT, check=False
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        cwd=module_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
     )
-    if result.returncode != 0:
+    try:
+        while True:
+            try:
+                returncode = process.wait(BUILD_PROGRESS_INTERVAL)
+                break
+            except subprocess.TimeoutExpired:
+                log.warning(
+                    "still building %s: %.0f s so far (log: %s)",
+                    what,
+                    time.monotonic() - started,
+                    log_file.name,
+                )
+    finally:
+        if process.poll() is None:  # interrupted (Ctrl-C): do not leave the compiler running
+            process.kill()
+            process.wait()
+    if returncode != 0:
         packages_text = " ".join(packages)
-        raise ControlPlaneError(f"`go build {packages_text}` failed (exit {result.returncode})")
+        raise ControlPlaneError(f"`go build {packages_text}` failed (exit {returncode})")
+    log.warning("built %s in %.0f s", what, time.monotonic() - started)
 
 
 def _binaries_present(bin_dir: Path) -> bool:
@@ -228,12 +289,14 @@ def _binaries_present(bin_dir: Path) -> bool:
 
 
 def ensure_binaries() -> Path:
-    """Return a directory with ``kube-apiserver``, ``kube-scheduler`` and ``etcd``.
+    """Return a directory with :data:`BINARIES` (the three kube binaries and ``etcd``).
 
-    Builds them on first use (5-15 minutes on two cores, most of it compiling
-    kube-apiserver) and reuses them afterwards until the pin in
-    ``tools/controlplane/`` changes. A file lock serialises concurrent callers
-    (parallel test processes) so only one builds and the others wait for it.
+    Builds them on first use (10-20 minutes on two cores, most of it compiling
+    kube-apiserver and kube-controller-manager) and reuses them afterwards until
+    the pin in ``tools/controlplane/`` or the set of binaries changes. A running
+    build logs a line every :data:`BUILD_PROGRESS_INTERVAL` seconds. A file lock
+    serialises concurrent callers (parallel test processes) so only one builds and
+    the others wait for it.
     """
     override = os.environ.get(BIN_DIR_ENV)
     if override:
@@ -243,10 +306,14 @@ def ensure_binaries() -> Path:
         return bin_dir
 
     kubernetes_version, etcd_version = pinned_versions()
-    key_dir = cache_root() / f"{kubernetes_version}-{etcd_version}"
+    stamp = _pin_digest()
+    # The digest is part of the directory, not only of the stamp: checkouts whose
+    # pins differ for the same versions (another branch, another binary set) then
+    # each keep their own binaries instead of rebuilding over the other's, which
+    # would also replace binaries under that checkout's running tests.
+    key_dir = cache_root() / f"{kubernetes_version}-{etcd_version}-{stamp[:12]}"
     bin_dir = key_dir / "bin"
     stamp_file = key_dir / "stamp"
-    stamp = _pin_digest()
 
     def up_to_date() -> bool:
         return (
@@ -267,9 +334,10 @@ def ensure_binaries() -> Path:
         staging = Path(tempfile.mkdtemp(prefix="bin.", dir=key_dir))
         started = time.monotonic()
         log.warning(
-            "building kube-apiserver, kube-scheduler %s and etcd %s into %s "
-            "(a cold build takes 5-15 minutes on two cores; log: %s)",
+            "building Kubernetes %s (%s) and etcd %s into %s "
+            "(a cold build takes 10-20 minutes on two cores; log: %s)",
             kubernetes_version,
+            _names(KUBE_BINARIES),
             etcd_version,
             bin_dir,
             build_log,
@@ -277,17 +345,17 @@ def ensure_binaries() -> Path:
         try:
             with open(build_log, "w") as log_file:
                 etcd_main = ["go.etcd.io/etcd/server/v3"]
-                _go_build(go, ETCD_MODULE_DIR, etcd_main, str(staging / ETCD), "-s -w", log_file)
+                _go_build(
+                    go, ETCD_MODULE_DIR, etcd_main, str(staging / ETCD), "-s -w", log_file, ETCD
+                )
                 _go_build(
                     go,
                     KUBERNETES_MODULE_DIR,
-                    [
-                        f"k8s.io/kubernetes/cmd/{name}"
-                        for name in (KUBE_APISERVER, KUBE_SCHEDULER_BINARY)
-                    ],
+                    [f"k8s.io/kubernetes/cmd/{name}" for name in KUBE_BINARIES],
                     f"{staging}/",
                     _kubernetes_ldflags(kubernetes_version),
                     log_file,
+                    _names(KUBE_BINARIES),
                 )
             staging.chmod(0o755)  # mkdtemp makes it private; the cache is shared
             shutil.rmtree(bin_dir, ignore_errors=True)
@@ -670,6 +738,24 @@ class ControlPlane:
         if response.status not in (201, 409):
             raise ApiError("POST", self.server + "/api/v1/namespaces", response)
 
+    def run_controller_manager(
+        self, controllers: Sequence[str] | None = None, **options: Any
+    ) -> contextlib.AbstractContextManager[KubeControllerManagerProcess]:
+        """:func:`run_kube_controller_manager` against this control plane, as admin.
+
+        Its work directory and log go under this control plane's `workdir`
+        (``kube-controller-manager-<n>/``), kept with it when
+        ``SCHEDULER_CONTROLPLANE_KEEP`` is set. `options` are passed on.
+        """
+        index = len(list(self.workdir.glob("kube-controller-manager-*")))
+        return run_kube_controller_manager(
+            self.kubeconfig,
+            controllers=VOLUME_CONTROLLERS if controllers is None else controllers,
+            workdir=self.workdir / f"kube-controller-manager-{index}",
+            bin_dir=self.bin_dir,
+            **options,
+        )
+
     def log_paths(self) -> dict[str, Path]:
         """Log file per component, for failure messages."""
         return {process.name: process.log_path for process in self._processes}
@@ -1017,6 +1103,121 @@ def run_kube_scheduler(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------- kube-controller-manager
+
+#: The controllers a scheduler test needs: the PersistentVolume binder (binds PVCs
+#: to PVs, and completes a binding that kube-scheduler's VolumeBinding PreBind
+#: started by setting a PV's claimRef) and the ephemeral-volume controller (creates
+#: the ``<pod>-<volume>`` PVC of a generic ephemeral volume). Names as
+#: kube-controller-manager 1.36 accepts them in ``--controllers``.
+VOLUME_CONTROLLERS: Final = ("persistentvolume-binder-controller", "ephemeral-volume-controller")
+
+
+@dataclasses.dataclass
+class KubeControllerManagerProcess:
+    """A running kube-controller-manager. Made by :func:`run_kube_controller_manager`."""
+
+    controllers: tuple[str, ...]
+    log_path: Path
+    secure_port: int
+    #: Seconds from starting the process to its first ``/healthz`` 200.
+    startup_seconds: float
+    _process: _Process
+
+    @property
+    def pid(self) -> int:
+        return self._process.popen.pid
+
+    def running(self) -> bool:
+        return self._process.popen.poll() is None
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the log, for failure messages of tests that wait on a controller."""
+        return _tail(self.log_path, lines)
+
+    def stop(self) -> None:
+        """Stop it now, by PID (the ``with`` block also stops it on exit)."""
+        self._process.stop()
+
+
+@contextlib.contextmanager
+def run_kube_controller_manager(
+    kubeconfig: Path,
+    *,
+    controllers: Sequence[str] = VOLUME_CONTROLLERS,
+    workdir: Path | None = None,
+    bin_dir: Path | None = None,
+    verbosity: int = 2,
+    extra_args: Sequence[str] = (),
+    ready_timeout: float = 90.0,
+) -> Iterator[KubeControllerManagerProcess]:
+    """Run the built kube-controller-manager against `kubeconfig` until the block exits.
+
+    Only `controllers` run (default :data:`VOLUME_CONTROLLERS`): the suite creates
+    nodes without kubelets, so e.g. the node lifecycle controller would taint and
+    evict everything, and each test opts into exactly the controllers whose
+    behaviour it checks. Every controller uses the kubeconfig's identity
+    (``--use-service-account-credentials=false``), so neither ServiceAccount
+    tokens nor the token controller are needed; use an admin kubeconfig. It
+    serves only on loopback (a free ``--secure-port``; ``/healthz`` is allowed
+    without credentials by default), runs without leader election, and is waited
+    for until ``/healthz`` passes. Its log (``--v=<verbosity>``) is in
+    ``<workdir>/kube-controller-manager.log``. The process is stopped by PID when
+    the block exits, also when it raises, and dies with this process otherwise.
+
+    The apiserver keeps StorageObjectInUseProtection admission disabled (see
+    :data:`DISABLED_ADMISSION_PLUGINS`): the PVC/PV protection controllers that
+    would remove its finalizers are not among the default controllers, and tests
+    that never start this process must still be able to delete their PVCs.
+    """
+    bin_dir = bin_dir or ensure_binaries()
+    owned_workdir = workdir is None
+    workdir = (
+        Path(tempfile.mkdtemp(prefix="kube-controller-manager-")) if workdir is None else workdir
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / "kube-controller-manager.log"
+    process: _Process | None = None
+    try:
+        port = _free_port()
+        started = time.monotonic()
+        process = _Process(
+            KUBE_CONTROLLER_MANAGER,
+            [
+                str(bin_dir / KUBE_CONTROLLER_MANAGER),
+                f"--kubeconfig={kubeconfig}",
+                f"--controllers={','.join(controllers)}",
+                "--use-service-account-credentials=false",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={workdir / 'certs'}",
+                "--profiling=false",
+                f"--v={verbosity}",
+                *extra_args,
+            ],
+            log_path,
+            workdir,
+        )
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # its serving certificate is self-signed
+        _wait_until(
+            "/healthz",
+            lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", context=insecure),
+            process,
+            ready_timeout,
+        )
+        yield KubeControllerManagerProcess(
+            tuple(controllers), log_path, port, time.monotonic() - started, process
+        )
+    finally:
+        if process is not None:
+            process.stop()
+        if owned_workdir and os.environ.get(KEEP_WORKDIR_ENV, "") in ("", "0"):
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -1024,9 +1225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``build``: build or reuse the binaries; ``up``: run a control plane until Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m scheduler.testing.controlplane")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build (or reuse) kube-apiserver, kube-scheduler and etcd")
+    commands.add_parser("build", help=f"build (or reuse) {_names(BINARIES)}")
     up = commands.add_parser("up", help="run etcd + kube-apiserver until interrupted")
     up.add_argument("--workdir", type=Path, default=None)
+    up.add_argument(
+        "--volume-controllers",
+        action="store_true",
+        help=f"also run kube-controller-manager with {', '.join(VOLUME_CONTROLLERS)}",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.monotonic()
@@ -1034,7 +1240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bin_dir = ensure_binaries()
         print(f"{bin_dir} ({time.monotonic() - started:.0f} s)")
         return 0
-    with start_control_plane(workdir=args.workdir) as plane:
+    with contextlib.ExitStack() as stack:
+        plane = stack.enter_context(start_control_plane(workdir=args.workdir))
+        if args.volume_controllers:
+            stack.enter_context(plane.run_controller_manager())
         print(f"ready in {time.monotonic() - started:.1f} s: {plane.server}")
         print(f"export KUBECONFIG={plane.kubeconfig}")
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop cleanly on SIGTERM too

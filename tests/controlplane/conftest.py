@@ -12,18 +12,37 @@ import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler.testing.controlplane import ControlPlane, RestClient, start_control_plane
+from scheduler.testing.controlplane import (
+    ControlPlane,
+    KubeControllerManagerProcess,
+    RestClient,
+    start_control_plane,
+)
 
 
 @pytest.fixture(scope="session")
-def real_control_plane() -> Iterator[ControlPlane]:
+def real_control_plane(control_plane_binaries: Path) -> Iterator[ControlPlane]:
     """One etcd + kube-apiserver for all tests in this directory."""
-    with start_control_plane() as plane:
+    with start_control_plane(bin_dir=control_plane_binaries) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def kube_controller_manager(
+    real_control_plane: ControlPlane,
+) -> Iterator[KubeControllerManagerProcess]:
+    """kube-controller-manager with the volume controllers, on `real_control_plane`.
+
+    Session-scoped: its controllers only react to objects, so tests that create
+    their own uniquely named objects can share one (and its informers stay warm).
+    """
+    with real_control_plane.run_controller_manager() as process:
+        yield process
 
 
 def node_manifest(name: str, *, cpu: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -30,8 +30,8 @@ from scheduler.testing.controlplane import (
 def test_binaries_are_the_pinned_releases() -> None:
     kubernetes_version, etcd_version = pinned_versions()
     bin_dir = ensure_binaries()
-    assert bin_dir.parent.name == f"{kubernetes_version}-{etcd_version}"
-    for binary in ("kube-apiserver", "kube-scheduler"):
+    assert bin_dir.parent.name.startswith(f"{kubernetes_version}-{etcd_version}-")
+    for binary in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):
         out = subprocess.run(
             [bin_dir / binary, "--version"], capture_output=True, text=True, check=True
         )
@@ -224,3 +224,51 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_long_build_reports_progress_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stand-in for `go` that takes a while: the build must keep saying so.
+    fake_go = tmp_path / "go"
+    fake_go.write_text("#!/bin/sh\nsleep 1.2\nexit 3\n")
+    fake_go.chmod(0o755)
+    monkeypatch.setattr(controlplane, "BUILD_PROGRESS_INTERVAL", 0.25)
+    caplog.set_level("WARNING", logger=controlplane.__name__)
+    with (
+        open(tmp_path / "build.log", "w") as log_file,
+        pytest.raises(ControlPlaneError, match=r"`go build example.com/cmd/x` failed \(exit 3\)"),
+    ):
+        controlplane._go_build(
+            str(fake_go), tmp_path, ["example.com/cmd/x"], "x", "", log_file, "x"
+        )
+    progress = [r.getMessage() for r in caplog.records if "still building x" in r.getMessage()]
+    assert 3 <= len(progress) <= 5, progress
+    assert f"(log: {tmp_path / 'build.log'})" in progress[-1]
+
+
+def test_error_message_without_go_names_every_binary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controlplane, "GO_CANDIDATES", ())
+    monkeypatch.delenv("GO", raising=False)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(ControlPlaneError) as failure:
+        controlplane._find_go()
+    assert "build kube-apiserver, kube-scheduler, kube-controller-manager and etcd" in str(
+        failure.value
+    )
+
+
+def test_cache_directory_is_keyed_by_the_pin_and_the_set_of_binaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A cache built before kube-controller-manager was added must neither count as
+    # current nor share this one's directory: a checkout still on the old pin
+    # (same ~/.cache) then never rebuilds over this checkout's binaries.
+    monkeypatch.delenv(controlplane.BIN_DIR_ENV, raising=False)
+    bin_dir = ensure_binaries()
+    assert bin_dir.parent.name.endswith("-" + controlplane._pin_digest()[:12])
+    without = tuple(name for name in controlplane.BINARIES if name != "kube-controller-manager")
+    monkeypatch.setattr(controlplane, "BINARIES", without)
+    assert controlplane._pin_digest()[:12] not in bin_dir.parent.name
