@@ -263,8 +263,8 @@ class VolumeController:
             return
         class_name = _class_of(claim)
         storage_class = self._get(self.classes, ("", class_name)) if class_name else None
-        if class_name and storage_class is None:
-            raise ValueError(f"storageclass.storage.k8s.io {class_name!r} not found")
+        # A class that does not exist binds like Immediate (kube's IsDelayBindingMode
+        # is false for it): to an existing volume of that class name, never provisioned.
         delayed = (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
         request = _storage((spec.get("resources") or {}).get("requests"))
         volume = self._find_best_match(claim, request, delayed)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from scheduler.config.loading import load_config
+from scheduler.emulator.volumecontroller import VolumeController
 from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
@@ -335,3 +336,21 @@ async def start_daemon(kube_backend: KubeBackend) -> AsyncIterator[StartDaemon]:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.wait_for(handle.task, 15)
             await handle.client.close()
+
+
+@pytest.fixture
+async def pv_controller(
+    kube_backend: KubeBackend, request: pytest.FixtureRequest
+) -> AsyncIterator[None]:
+    """The backend's PV controller for the test: kube-controller-manager or the emulator's."""
+    emulator = kube_backend.emulator
+    if emulator is None:
+        request.getfixturevalue("volume_controllers")
+        yield None
+        return
+    controller = VolumeController(emulator.store)
+    emulator.call(controller.start)
+    try:
+        yield None
+    finally:
+        emulator.call(controller.stop)

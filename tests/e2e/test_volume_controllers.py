@@ -1,9 +1,8 @@
-"""The ``volume_controllers`` fixture on each backend: claims get bound.
+"""The ``pv_controller`` fixture on each backend: claims get bound.
 
 Scheduler tests with PersistentVolumeClaims need something to bind them, as
 kube-controller-manager does in a real cluster. On the real backend the fixture
-runs it; on the emulator the equivalent is enabled separately, so there the
-fixture is None and this test skips until it is.
+runs it; on the emulator, the emulator's volume controller does the same.
 """
 
 from __future__ import annotations
@@ -21,10 +20,9 @@ from scheduler.testing.controlplane import KubeControllerManagerProcess
 async def test_a_claim_is_bound_to_the_matching_volume(
     api_client: Any,
     namespace: str,
-    volume_controllers: KubeControllerManagerProcess | None,
+    pv_controller: None,
+    request: pytest.FixtureRequest,
 ) -> None:
-    if volume_controllers is None:
-        pytest.skip("no PersistentVolume binder on this backend (the emulator's is separate)")
     core = client.CoreV1Api(api_client)
     label = {"volume-test": uuid.uuid4().hex[:8]}
     pv_name = f"{namespace}-pv"
@@ -59,9 +57,9 @@ async def test_a_claim_is_bound_to_the_matching_volume(
                 break
             await asyncio.sleep(0.1)
         else:
-            raise AssertionError(
-                f"claim not bound within 30 s: {pvc.status}\n{volume_controllers.log_tail()}"
-            )
+            manager = request.node.funcargs.get("volume_controllers")
+            detail = manager.log_tail() if isinstance(manager, KubeControllerManagerProcess) else ""
+            raise AssertionError(f"claim not bound within 30 s: {pvc.status}\n{detail}")
         assert pvc.spec.volume_name == pv_name
     finally:
         await core.delete_namespaced_persistent_volume_claim("data", namespace)

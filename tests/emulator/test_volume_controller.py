@@ -8,7 +8,6 @@ for WaitForFirstConsumer and Immediate classes. Off unless asked for.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,6 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from scheduler.emulator import EmulatorServer
-from scheduler.emulator.clusterfile import load_cluster_file
-from scheduler.errors import UserError
 
 from .kube_helpers import pod, raw
 
@@ -350,69 +347,15 @@ async def test_immediate_classes_with_a_provisioner_provision_at_once(
     assert "nodeAffinity" not in pv["spec"]
 
 
-async def test_claims_it_cannot_handle_are_skipped_with_a_warning(
-    api: client.ApiClient, caplog: pytest.LogCaptureFixture
+async def test_a_claim_of_a_missing_class_binds_like_immediate_and_is_never_provisioned(
+    api: client.ApiClient,
 ) -> None:
-    caplog.set_level(logging.WARNING, "scheduler.emulator.volumecontroller")
+    """kube's binder: a class that does not exist is not delayed binding."""
     await post(api, CLAIMS, claim("lost", "1Gi", "ghost"))
     await post(api, CLASSES, storage_class("net", "Immediate", "csi.example.com"))
     await post(api, CLAIMS, claim("fine", "1Gi", "net"))
     await until(api, f"{CLAIMS}/fine", bound)
     assert (await get(api, f"{CLAIMS}/lost"))["status"]["phase"] == "Pending"
-    assert any(
-        "PersistentVolumeClaim default/lost" in r.getMessage() and "ghost" in r.getMessage()
-        for r in caplog.records
-    )
-
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "volumes-cluster.yaml"
-
-
-async def test_example_volumes_cluster_file_loads(tmp_path: Path) -> None:
-    async with (
-        EmulatorServer(load_cluster_file(EXAMPLE), volume_controller=True) as server,
-        await _client(server, tmp_path) as api,
-    ):
-        storage = "/apis/storage.k8s.io/v1"
-        names = {
-            path: sorted(o["metadata"]["name"] for o in (await get(api, path))["items"])
-            for path in (
-                f"{storage}/storageclasses",
-                f"{storage}/csidrivers",
-                f"{storage}/csinodes",
-                VOLUMES,
-                "/api/v1/namespaces/shop/persistentvolumeclaims",
-                "/api/v1/namespaces/shop/pods",
-            )
-        }
-        assert names[f"{storage}/storageclasses"] == ["fast-local", "local-disks"]
-        assert names[f"{storage}/csidrivers"] == ["csi.example.com"]
-        assert names[f"{storage}/csinodes"] == ["node-a1", "node-a2", "node-b1"]
-        assert names[VOLUMES] == ["local-a1-disk1"]
-        assert names["/api/v1/namespaces/shop/pods"] == ["cache-0", "db-0", "web-0", "web-1"]
-        assert {"cache-data", "db-data"} <= set(
-            names["/api/v1/namespaces/shop/persistentvolumeclaims"]
-        )
-        # The controller picks up what was loaded: volumes Available, ephemeral claims made.
-        await until(api, f"{VOLUMES}/local-a1-disk1", lambda v: v["status"]["phase"] == "Available")
-        scratch = await until(
-            api, "/api/v1/namespaces/shop/persistentvolumeclaims/web-1-scratch", lambda _: True
-        )
-        assert scratch["metadata"]["ownerReferences"][0]["name"] == "web-1"
-        # WaitForFirstConsumer: nothing binds before the scheduler has chosen.
-        db = await get(api, "/api/v1/namespaces/shop/persistentvolumeclaims/db-data")
-        assert db["status"]["phase"] == "Pending"
-
-
-def test_invalid_storage_objects_in_a_cluster_file_are_named(tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text(
-        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: disk-1}\n"
-        "spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce],\n"
-        "       local: {path: /mnt/d1}}\n"
-    )
-    with pytest.raises(UserError) as exc:
-        EmulatorServer(load_cluster_file(path))
-    message = str(exc.value)
-    assert "PersistentVolume disk-1" in message
-    assert "spec.nodeAffinity: Required value: Local volume requires node affinity" in message
+    await post(api, VOLUMES, volume("ghost-disk", "2Gi", "ghost"))
+    done = await until(api, f"{CLAIMS}/lost", bound)
+    assert done["spec"]["volumeName"] == "ghost-disk"
