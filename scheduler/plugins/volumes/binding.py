@@ -232,6 +232,8 @@ class VolumeBinding(Plugin):
     api_version: ClassVar[str] = "1.2"
     name: ClassVar[str] = NAME
     Args = VolumeBindingArgs
+    # Verdicts never look at the pods on a node: what-ifs may edit `requested` only.
+    pods_via_requested: ClassVar[bool] = True
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = (
         PVCS,
         PVS,

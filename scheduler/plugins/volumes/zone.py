@@ -73,6 +73,8 @@ class VolumeZone(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = (PVCS, PVS, STORAGE_CLASSES)
+    # Verdicts never look at the pods on a node: what-ifs may edit `requested` only.
+    pods_via_requested: ClassVar[bool] = True
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)
