@@ -15,6 +15,7 @@ from scheduler.plugins.volumes.restrictions import (
 )
 from scheduler.plugins.volumes.zone import ERR_REASON_CONFLICT, VolumeZone
 from tests.plugins.builders import make_node, make_pod, make_table
+from tests.plugins.preemption_kit import HIGH, LOW, build_cluster, knode, kpod
 from tests.plugins.volume_builders import (
     VolumeHandle,
     claim_volume,
@@ -183,6 +184,19 @@ def test_node_volume_limits_migrated_in_tree_and_missing_claim() -> None:
     )
 
 
+def test_node_volume_limits_negative_count_rejects_without_crashing() -> None:
+    """A CSINode the API server would refuse (count < 0) still costs only that node."""
+    handle = VolumeHandle(make_table(NODES))
+    handle.put(
+        csi_node("node-a", {"ebs.csi.aws.com": -1}),
+        storage_class("ebs", provisioner="ebs.csi.aws.com"),
+        pvc("new", storage_class="ebs"),
+    )
+    plugin = NodeVolumeLimits(None, handle.as_handle())
+    _, _, result = run(plugin, PodInfo.from_dict(raw_pod("p", claim_volume("new"))))
+    assert rejected(result) == ["node-a"]
+
+
 def test_node_volume_limits_hint_on_raised_limit() -> None:
     plugin, _ = limits_setup(1)
     hints = {(e.event.resource, e.event.action): e.hint for e in plugin.events_to_register()}
@@ -238,3 +252,41 @@ def test_read_write_once_pod_conflict_and_preemption_what_if() -> None:
     handle.table.remove_pod(holder.key)
     _, pre, _ = run(plugin, pod)
     assert pre is not None and pre.is_skip()
+
+
+# -- ReadWriteOncePod and preemption ---------------------------------------------------
+
+
+class _LateHandle:
+    """A handle whose target is set once the preemption kit has built it."""
+
+    target: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
+def test_preemption_evicts_the_lower_priority_holder_of_a_read_write_once_pod_claim() -> None:
+    holder = kpod("holder", node="node1", priority=LOW)
+    holder["spec"]["volumes"] = [claim_volume("exclusive")]
+    bystander = kpod("bystander", node="node2", priority=LOW)
+    late = _LateHandle()
+    restrictions = VolumeRestrictions(None, late)  # type: ignore[arg-type]
+    claim = pvc("exclusive", modes=["ReadWriteOncePod"], volume="pv", bound=True)
+    cluster = build_cluster(
+        [knode("node1"), knode("node2")],
+        [holder, bystander],
+        pdbs=[claim],  # the kit's static stores hold any object given here
+        extra=[("VolumeRestrictions", restrictions)],
+    )
+    late.target = cluster.handle.for_plugin("VolumeRestrictions")
+    preemptor_raw = kpod("p", priority=HIGH)
+    preemptor_raw["spec"]["volumes"] = [claim_volume("exclusive")]
+    preemptor = cluster.pod(preemptor_raw)
+    state = cluster.pre_filter(preemptor)
+    outcome = cluster.framework.run_filter(state, preemptor, cluster.table.all_nodes())
+    assert len(outcome.feasible) == 0
+    result = cluster.framework.run_post_filter(state, preemptor, outcome.diagnosis)
+    assert result.status.is_success(), result.status
+    # Only evicting the holder frees the claim: its node is nominated, not node2.
+    assert result.nominated_node_name == "node1"
