@@ -159,6 +159,28 @@ def test_node_volume_limits_counts_unique_volumes_per_driver() -> None:
     assert result.codes[0] == Code.UNSCHEDULABLE
 
 
+def test_node_volume_limits_follow_pods_and_csinode_changes() -> None:
+    plugin, handle = limits_setup(3)
+    pod = PodInfo.from_dict(raw_pod("p", claim_volume("new")))
+    assert rejected(run(plugin, pod)[2]) == ["node-b"]
+    third = pvc("used-2", volume="pv-used-2", bound=True)
+    handle.put(
+        third,
+        pv(
+            "pv-used-2",
+            claim=third,
+            source={"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-2"}},
+        ),
+    )
+    handle.table.add_pod(PodInfo.from_dict(raw_pod("old-2", claim_volume("used-2"), node="node-a")))
+    assert rejected(run(plugin, pod)[2]) == ["node-a", "node-b"]  # 3 attached + 1 > 3
+    handle.put(csi_node("node-a", {"ebs.csi.aws.com": 10}))
+    assert rejected(run(plugin, pod)[2]) == ["node-b"]
+    handle.table.remove_pod("default/old-2")
+    handle.put(csi_node("node-a", {"ebs.csi.aws.com": 3}))
+    assert rejected(run(plugin, pod)[2]) == ["node-b"]
+
+
 def test_node_volume_limits_already_attached_volume_is_free() -> None:
     plugin, _ = limits_setup(2)
     pod = PodInfo.from_dict(raw_pod("p", claim_volume("used-0-again")))

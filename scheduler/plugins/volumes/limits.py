@@ -10,7 +10,8 @@ however many pods use it (``driver/handle``). A node without a CSINode, or
 whose drivers report no count, is not limited.
 
 What pods already on a node attach is kept per node and recomputed only
-when that node's pods or its CSINode change.
+when that node's pods or its CSINode change (see :class:`_LimitsView`), so
+Filter is a few array operations per driver however many nodes there are.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.api import (
     ActionType,
@@ -49,7 +51,6 @@ from scheduler.plugins.volumes.objects import (
     ephemeral_owner_error,
     meta,
     name,
-    resource_version,
     spec,
 )
 
@@ -57,6 +58,7 @@ NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
 Volumes = dict[str, str]  # unique volume name -> driver
+NO_LIMIT = np.iinfo(np.int64).max
 
 
 class _LookupError(Exception):
@@ -87,6 +89,97 @@ def _limits(csinode: Obj | None) -> dict[str, int]:
     return out
 
 
+class _LimitsView:
+    """Per node row: its CSINode's limits and what its pods attach, kept up to date.
+
+    The CSINode of every node is looked up again only when the set of
+    CSINode objects or of nodes changes (the informer replaces an object on
+    each update, and the objects are held here so their ids stay unique);
+    the volumes a node's pods attach are recomputed only for rows whose pods
+    changed (the table's per-row generation). A PV or PVC that changes
+    under a pod already placed is seen at the node's next pod change.
+    """
+
+    def __init__(self) -> None:
+        self.csinodes: list[Obj] = []
+        self._ids: frozenset[int] = frozenset()
+        self._epoch = -1
+        self.csinode = np.zeros(0, dtype=np.int64)  # row -> index in csinodes, -1 none
+        self.generation = np.zeros(0, dtype=np.int64)  # row -> generation counted
+        self.limits: dict[str, npt.NDArray[np.int64]] = {}  # driver -> row -> limit
+        self.counts: dict[str, npt.NDArray[np.int64]] = {}  # driver -> row -> attached
+        self.attached: list[Volumes | None] = []
+        self.holders: dict[str, set[int]] = {}  # unique volume -> rows attaching it
+        self.has_attachments = False
+
+    def _resize(self, capacity: int) -> None:
+        old = len(self.csinode)
+        if old >= capacity:
+            return
+        grow = capacity - old
+        self.csinode = np.concatenate([self.csinode, np.full(grow, -1, dtype=np.int64)])
+        self.generation = np.concatenate([self.generation, np.full(grow, -1, dtype=np.int64)])
+        for table in (self.limits, self.counts):
+            for driver, values in table.items():
+                fill = NO_LIMIT if table is self.limits else 0
+                table[driver] = np.concatenate([values, np.full(grow, fill, dtype=np.int64)])
+        self.attached.extend([None] * grow)
+
+    def _column(
+        self, table: dict[str, npt.NDArray[np.int64]], driver: str, fill: int
+    ) -> npt.NDArray[np.int64]:
+        column = table.get(driver)
+        if column is None:
+            column = table[driver] = np.full(len(self.csinode), fill, dtype=np.int64)
+        return column
+
+    def _forget(self, row: int) -> None:
+        for unique in self.attached[row] or {}:
+            holders = self.holders.get(unique)
+            if holders is not None:
+                holders.discard(row)
+                if not holders:
+                    del self.holders[unique]
+        for counts in self.counts.values():
+            counts[row] = 0
+        self.attached[row] = None
+        self.generation[row] = -1
+
+    def refresh(self, plugin: NodeVolumeLimits, rows: npt.NDArray[np.int64]) -> _LimitsView:
+        handle = plugin.handle
+        table = handle.table
+        self._resize(table.capacity)
+        objects = handle.store(*CSI_NODES).list(None)
+        ids = frozenset(map(id, objects))
+        if ids != self._ids or table.node_epoch != self._epoch:
+            self.csinodes, self._ids, self._epoch = list(objects), ids, table.node_epoch
+            by_name = {name(o): i for i, o in enumerate(self.csinodes)}
+            for column in self.limits.values():
+                column[:] = NO_LIMIT
+            self.csinode[:] = -1
+            for row in table.rows().tolist():
+                index = by_name.get(table.names[row], -1)
+                self.csinode[row] = index
+                if index >= 0:
+                    for driver, count in _limits(self.csinodes[index]).items():
+                        self._column(self.limits, driver, NO_LIMIT)[row] = count
+                self._forget(row)  # its CSINode may have changed: count again
+        self.has_attachments = bool(handle.store(*VOLUME_ATTACHMENTS).list(None))
+        if not self.limits:
+            return self
+        candidates = rows[self.csinode[rows] >= 0]
+        stale = candidates[self.generation[candidates] != table.generation[candidates]]
+        for row in stale.tolist():
+            self._forget(row)
+            attached = plugin._attached_by_pods(row, self.csinodes[int(self.csinode[row])])
+            self.attached[row] = attached
+            for unique, driver in attached.items():
+                self.holders.setdefault(unique, set()).add(row)
+                self._column(self.counts, driver, 0)[row] += 1
+            self.generation[row] = table.generation[row]
+        return self
+
+
 class NodeVolumeLimits(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = NAME
@@ -103,8 +196,7 @@ class NodeVolumeLimits(Plugin):
         super().__init__(args, handle)
         # Unbound claims get a handle unique to this scheduler (kube: a random prefix).
         self._prefix = secrets.token_hex(16)
-        # node row -> (pods generation, CSINode version, volumes attached by its pods)
-        self._attached: dict[int, tuple[int, str, Volumes]] = {}
+        self._view = _LimitsView()
 
     # -- volumes of a pod -----------------------------------------------------------
 
@@ -172,20 +264,13 @@ class NodeVolumeLimits(Plugin):
         return out
 
     def _attached_by_pods(self, row: int, csinode: Obj) -> Volumes:
-        table = self.handle.table
-        generation = int(table.generation[row])
-        version = resource_version(csinode)
-        cached = self._attached.get(row)
-        if cached is not None and cached[0] == generation and cached[1] == version:
-            return cached[2]
         attached: Volumes = {}
-        for other in table.pods[row].values():
+        for other in self.handle.table.pods[row].values():
             if other.pvc_names or other.raw.get("spec", {}).get("volumes"):
                 try:
                     attached.update(self._volumes(other, csinode, new_pod=False))
                 except _LookupError:
                     continue  # a bad existing pod must not block its node
-        self._attached[row] = (generation, version, attached)
         return attached
 
     def _attachments_by_node(self) -> dict[str, Volumes]:
@@ -217,49 +302,55 @@ class NodeVolumeLimits(Plugin):
         result = FilterResult(len(nodes))
         if not _needs_check(pod) or not len(nodes):
             return result
-        table = nodes.table
-        csinodes = self.handle.store(*CSI_NODES)
         try:
-            new_without_csinode = self._volumes(pod, None, new_pod=True)
+            self._volumes(pod, None, new_pod=True)  # kube looks the claims up first
         except _LookupError as err:
             return Status.unresolvable(str(err)) if err.not_found else Status.error_status(str(err))
-        new_with: Volumes | None = None
-        attachments: dict[str, Volumes] | None = None
+        view = self._view.refresh(self, nodes.rows)
+        if not view.limits:
+            return result  # no node reports a limit
+        rows = nodes.rows
+        limited = view.csinode[rows] >= 0
+        if not limited.any():
+            return result
+        some_csinode = view.csinodes[int(view.csinode[rows][limited][0])]
+        try:
+            new = self._volumes(pod, some_csinode, new_pod=True)
+        except _LookupError as err:
+            return Status.error_status(str(err))
+        if not new:
+            return result
+        per_driver: dict[str, int] = {}
+        for driver in new.values():
+            per_driver[driver] = per_driver.get(driver, 0) + 1
+        attachments = self._attachments_by_node() if view.has_attachments else {}
+        names = nodes.table.names
         over = np.zeros(len(nodes), dtype=np.bool_)
-        for i, row in enumerate(nodes.rows.tolist()):
-            node_name = table.names[row]
-            csinode = csinodes.get("", node_name)
-            if csinode is None:
-                continue  # no limits known
-            limits = _limits(csinode)
-            if not limits:
+        for driver, count in per_driver.items():
+            limit = view.limits.get(driver)
+            if limit is None:
                 continue
-            if new_with is None:
-                try:
-                    new_with = self._volumes(pod, csinode, new_pod=True)
-                except _LookupError as err:
-                    return Status.error_status(str(err))
-            if not new_with:
-                continue
-            attached = self._attached_by_pods(row, csinode)
-            counts: dict[str, int] = {}
-            for driver in attached.values():
-                counts[driver] = counts.get(driver, 0) + 1
-            if attachments is None:
-                attachments = self._attachments_by_node()
-            for unique, driver in attachments.get(node_name, {}).items():
-                if unique not in attached:
-                    counts[driver] = counts.get(driver, 0) + 1
-            wanted: dict[str, int] = {}
-            for unique, driver in new_with.items():
-                if unique not in attached:
-                    wanted[driver] = wanted.get(driver, 0) + 1
-            for driver, count in wanted.items():
-                limit = limits.get(driver)
-                if limit is not None and counts.get(driver, 0) + count > limit:
-                    over[i] = True
-                    break
-        del new_without_csinode  # only checked for lookup errors, as kube does first
+            attached_counts = view.counts.get(driver)
+            total = (
+                attached_counts[rows] + count
+                if attached_counts is not None
+                else np.full(len(rows), count, dtype=np.int64)
+            )
+            # A volume already attached on a node adds nothing there.
+            for unique, owner in new.items():
+                if owner != driver:
+                    continue
+                holders = view.holders.get(unique)
+                if holders:
+                    total -= np.isin(rows, np.fromiter(holders, dtype=np.int64))
+            if attachments:
+                for i, row in enumerate(rows.tolist()):
+                    attached = view.attached[row]
+                    extra = attachments.get(names[row], {})
+                    total[i] += sum(
+                        1 for u, d in extra.items() if d == driver and u not in (attached or {})
+                    )
+            over |= total > limit[rows]
         return result.reject(over, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
 
     @hookimpl
