@@ -44,14 +44,26 @@ import copy
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
-from scheduler.framework.explain import Explanation, explain
+from scheduler.framework.cycle import Algorithm
+from scheduler.framework.explain import (
+    Explanation,
+    build_table,
+    explain,
+    parse_pod,
+    resolve_priority,
+)
+from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
+from scheduler.framework.profile import build_profiles
+from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
+from scheduler.plugins.volumes.binding import VolumeBinding
 from scheduler.testing.controlplane import RestClient
 from tests.fidelity.scenarios import Obj, Scenario, Step
 
@@ -60,8 +72,31 @@ SYNC_LABEL = "fidelity.test/sync"
 MERGE_PATCH = "application/merge-patch+json"
 POLL = 0.03
 #: Cluster-scoped kinds a scenario may add, by their resource name.
-CLUSTER_PLURALS = {"RuntimeClass": "runtimeclasses"}
+CLUSTER_PLURALS = {
+    "RuntimeClass": "runtimeclasses",
+    "StorageClass": "storageclasses",
+    "CSIDriver": "csidrivers",
+    "PersistentVolume": "persistentvolumes",
+    "CSINode": "csinodes",
+}
+#: Namespaced storage kinds a volume scenario may add (in its own namespace).
+NAMESPACED_PLURALS = {
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "CSIStorageCapacity": "csistoragecapacities",
+}
+#: What ``KubeSide.objects(volumes=True)`` reads besides nodes, pods and namespaces.
+STORAGE_KINDS = (
+    ("v1", "PersistentVolume", "persistentvolumes"),
+    ("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+    ("storage.k8s.io/v1", "StorageClass", "storageclasses"),
+    ("storage.k8s.io/v1", "CSINode", "csinodes"),
+    ("storage.k8s.io/v1", "CSIDriver", "csidrivers"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities"),
+    ("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments"),
+)
 DECISION_TIMEOUT = 30.0
+#: Seconds kube-scheduler's storage informers get after the API has settled.
+VOLUME_SETTLE = 0.5
 
 #: kube-scheduler's ``-v=10`` line for one plugin's weighted score of one node.
 _PLUGIN_SCORE = re.compile(
@@ -108,6 +143,9 @@ class KubeSide:
             self.client.delete(
                 f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0", check=False
             )
+            self.client.delete(
+                f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", check=False
+            )
         self.client.delete("/api/v1/nodes", check=False)
         for path in self.cluster_objects:
             self.client.delete(path, check=False)
@@ -133,20 +171,69 @@ class KubeSide:
                 },
             )
             self.namespaces.append(name)
-        for obj in scenario.cluster_objects:
-            group_version = obj["apiVersion"]
-            path = f"/apis/{group_version}/{CLUSTER_PLURALS[obj['kind']]}"
-            self.client.post(path, obj)
-            self.cluster_objects.append(f"{path}/{obj['metadata']['name']}")
+        storage = [_in_namespace(obj, namespace) for obj in scenario.storage]
+        for obj in [*scenario.cluster_objects, *(o for o in storage if o["kind"] != "CSINode")]:
+            if obj["kind"] in CLUSTER_PLURALS:
+                self.create_cluster_object(obj)
         for node in scenario.nodes:
             body = {k: v for k, v in node.items() if k != "status"}
             self.client.post("/api/v1/nodes", body)
             self.client.patch_status(
                 f"/api/v1/nodes/{node['metadata']['name']}", {"status": node["status"]}
             )
+        for obj in storage:
+            if obj["kind"] == "CSINode":
+                self.create_cluster_object(obj)
+            elif obj["kind"] in NAMESPACED_PLURALS:
+                path = f"{_api_root(obj)}/namespaces/{namespace}/{NAMESPACED_PLURALS[obj['kind']]}"
+                self.client.post(path, obj)
+        if storage:
+            self.settle_volumes()
         for existing in scenario.existing:
             self.create_pod(existing["metadata"].get("namespace") or namespace, existing)
         self.sync(namespace, scenario.nodes[-1]["metadata"]["name"])
+
+    def create_cluster_object(self, obj: Obj) -> None:
+        path = f"{_api_root(obj)}/{CLUSTER_PLURALS[obj['kind']]}"
+        self.client.post(path, obj)
+        self.cluster_objects.append(f"{path}/{obj['metadata']['name']}")
+
+    def settle_volumes(self, timeout: float = DECISION_TIMEOUT) -> None:
+        """Wait until the PV controller is done with every PV and claim, then a little more.
+
+        Done: every PV is Available or Bound (Bound if it has a ``claimRef`` whose
+        claim exists), every claim with a ``volumeName`` is Bound. kube-scheduler's
+        PV/PVC informers are not ordered with its node and pod informers (which
+        ``sync`` covers), so after the API settles it gets VOLUME_SETTLE seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            pvs = self.client.get("/api/v1/persistentvolumes").body["items"]
+            pvcs = self.client.get("/api/v1/persistentvolumeclaims").body["items"]
+            claims = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in pvcs}
+            pending = [
+                f"pv {pv['metadata']['name']}: {(pv.get('status') or {}).get('phase')}"
+                for pv in pvs
+                if (pv.get("status") or {}).get("phase")
+                != (
+                    "Bound"
+                    if (ref := pv["spec"].get("claimRef"))
+                    and (ref.get("namespace"), ref.get("name")) in claims
+                    else "Available"
+                )
+                and (pv.get("status") or {}).get("phase") != "Released"
+            ] + [
+                f"pvc {c['metadata']['namespace']}/{c['metadata']['name']}: "
+                f"{(c.get('status') or {}).get('phase')}"
+                for c in pvcs
+                if c["spec"].get("volumeName") and (c.get("status") or {}).get("phase") != "Bound"
+            ]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the PV controller did not settle: {pending}")
+            time.sleep(POLL)
+        time.sleep(VOLUME_SETTLE)
 
     def sync(self, namespace: str, last_node: str) -> None:
         """Wait until kube-scheduler's caches hold everything written so far (module doc)."""
@@ -202,13 +289,20 @@ class KubeSide:
         )
 
     def wait(
-        self, namespace: str, names: Iterable[str], timeout: float = DECISION_TIMEOUT
+        self,
+        namespace: str,
+        names: Iterable[str],
+        timeout: float = DECISION_TIMEOUT,
+        poll: Callable[[], None] | None = None,
     ) -> dict[str, KubeDecision]:
-        """Wait until each pod is bound or marked Unschedulable by kube-scheduler."""
+        """Wait until each pod is bound or marked Unschedulable by kube-scheduler
+        (calling `poll`, if given, on each round)."""
         wanted = set(names)
         decided: dict[str, KubeDecision] = {}
         deadline = time.monotonic() + timeout
         while True:
+            if poll is not None:
+                poll()
             for item in self.client.get(f"/api/v1/namespaces/{namespace}/pods").body["items"]:
                 name = item["metadata"]["name"]
                 if name not in wanted or name in decided:
@@ -247,16 +341,20 @@ class KubeSide:
                 raise AssertionError(f"no FailedScheduling event for {namespace}/{name}")
             time.sleep(POLL)
 
-    def objects(self) -> list[Obj]:
-        """Nodes, pods and namespaces as the API server holds them, as a cluster file lists them."""
+    def objects(self, *, volumes: bool = False) -> list[Obj]:
+        """Nodes, pods and namespaces (and with `volumes` the storage objects) as the API
+        server holds them, as a cluster file lists them."""
+        kinds = [
+            ("v1", "Node", "nodes"),
+            ("v1", "Pod", "pods"),
+            ("v1", "Namespace", "namespaces"),
+            *(STORAGE_KINDS if volumes else ()),
+        ]
         out: list[Obj] = []
-        for kind, path in (
-            ("Node", "/api/v1/nodes"),
-            ("Pod", "/api/v1/pods"),
-            ("Namespace", "/api/v1/namespaces"),
-        ):
-            for item in self.client.get(path).body["items"]:
-                out.append({"apiVersion": "v1", "kind": kind, **item})
+        for api_version, kind, plural in kinds:
+            obj = {"apiVersion": api_version, "kind": kind}
+            for item in self.client.get(f"{_api_root(obj)}/{plural}").body["items"]:
+                out.append({"apiVersion": api_version, "kind": kind, **item})
         return out
 
     def scores(self, pod_key: str) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
@@ -315,6 +413,20 @@ class KubeSide:
             out[node] = self.wait(namespace, [name])[name]
             self.delete_pod(namespace, name)
         return out
+
+
+def _api_root(obj: Obj) -> str:
+    version = obj["apiVersion"]
+    return "/api/v1" if version == "v1" else f"/apis/{version}"
+
+
+def _in_namespace(obj: Obj, namespace: str) -> Obj:
+    """A scenario's storage object for the API: a PV's ``claimRef`` gets the namespace."""
+    out = copy.deepcopy(obj)
+    ref = (out.get("spec") or {}).get("claimRef")
+    if out["kind"] == "PersistentVolume" and ref is not None:
+        ref.setdefault("namespace", namespace)
+    return out
 
 
 def _pod_scheduled(pod: Obj) -> Obj | None:
@@ -587,4 +699,344 @@ def run_step(
                 report.details.append(
                     score_table(explanation, kube_scores, kube_totals, decision.node)
                 )
+    return report
+
+
+# -- volume scenarios ----------------------------------------------------------------------
+
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+PROVISIONED_LABEL = "fidelity.test/provisioned"
+_ATTEMPT = re.compile(r'"Attempting to schedule pod" pod="(?P<pod>[^"]+)"')
+
+#: What VolumeBinding writes for a pod on its node: per PV, the claim its ``claimRef``
+#: names (namespace, name, uid) and its ``bound-by-controller`` annotation; per claim
+#: (namespace/name), the ``selected-node`` annotation.
+PvWrites = dict[str, tuple[str, str, str, str | None]]
+ClaimWrites = dict[str, str | None]
+
+
+def claim_names(pod: Obj) -> list[str]:
+    """The pod's claims: ``persistentVolumeClaim`` volumes and ``<pod>-<volume>`` ephemerals."""
+    out = []
+    for vol in pod["spec"].get("volumes") or []:
+        if vol.get("persistentVolumeClaim"):
+            out.append(vol["persistentVolumeClaim"]["claimName"])
+        elif vol.get("ephemeral"):
+            out.append(f"{pod['metadata']['name']}-{vol['name']}")
+    return out
+
+
+def last_cycle_scores(
+    log_text: str, pod_key: str
+) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """kube-scheduler's weighted scores of the pod's last scheduling attempt only.
+
+    A volume pod may take more than one attempt (an attempt that failed leaves
+    its lines behind), so only the lines after its last "Attempting to schedule
+    pod" count. With at most 100 nodes kube-scheduler scores every feasible node,
+    so the scored nodes are its feasible set (none when only one node is feasible).
+    """
+    starts = [m.end() for m in _ATTEMPT.finditer(log_text) if m["pod"] == pod_key]
+    text = log_text[starts[-1] :] if starts else log_text
+    per_node: dict[str, dict[str, int]] = {}
+    totals: dict[str, int] = {}
+    for match in _PLUGIN_SCORE.finditer(text):
+        if match["pod"] == pod_key:
+            per_node.setdefault(match["node"], {})[match["plugin"]] = int(match["score"])
+    for match in _FINAL_SCORE.finditer(text):
+        if match["pod"] == pod_key:
+            totals[match["node"]] = int(match["score"])
+    return per_node, totals
+
+
+class TestProvisioner:
+    """Plays an external provisioner for the scenario's ``provisioners``: a claim of
+    the pod being placed that kube-scheduler annotated with ``selected-node`` gets a
+    CSI PV pre-bound to it (``claimRef`` with the claim's uid) with node affinity
+    for that node, as external-provisioner creates it. The PV controller then binds
+    the two and kube-scheduler's PreBind, which waits for that, completes."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, kube: KubeSide, provisioners: Iterable[str]) -> None:
+        self.kube = kube
+        self.provisioners = set(provisioners)
+        self.done: set[str] = set()
+
+    def poll(self, namespace: str, claims: Iterable[str]) -> None:
+        if not self.provisioners:
+            return
+        classes = {
+            sc["metadata"]["name"]: sc["provisioner"]
+            for sc in self.kube.client.get("/apis/storage.k8s.io/v1/storageclasses").body["items"]
+        }
+        for claim in claims:
+            pvc = self.kube.client.get(
+                f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}", check=False
+            )
+            if pvc.status != 200:
+                continue
+            body = pvc.body
+            uid = body["metadata"]["uid"]
+            selected = (body["metadata"].get("annotations") or {}).get(ANN_SELECTED_NODE)
+            driver = classes.get(body["spec"].get("storageClassName") or "")
+            if uid in self.done or not selected or body["spec"].get("volumeName"):
+                continue
+            if driver not in self.provisioners:
+                continue
+            name = f"pvc-{uid}"
+            self.kube.create_cluster_object(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": name, "labels": {PROVISIONED_LABEL: "true"}},
+                    "spec": {
+                        "capacity": dict(body["spec"]["resources"]["requests"]),
+                        "accessModes": list(body["spec"]["accessModes"]),
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "storageClassName": body["spec"]["storageClassName"],
+                        "volumeMode": "Filesystem",
+                        "csi": {"driver": driver, "volumeHandle": name},
+                        "claimRef": {
+                            "kind": "PersistentVolumeClaim",
+                            "apiVersion": "v1",
+                            "namespace": namespace,
+                            "name": claim,
+                            "uid": uid,
+                        },
+                        "nodeAffinity": {
+                            "required": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchFields": [
+                                            {
+                                                "key": "metadata.name",
+                                                "operator": "In",
+                                                "values": [selected],
+                                            }
+                                        ]
+                                    }
+                                ]
+                            }
+                        },
+                    },
+                }
+            )
+            self.done.add(uid)
+
+
+def kube_writes(before: list[Obj], after: list[Obj], pod: Obj) -> tuple[PvWrites, ClaimWrites]:
+    """What kube-scheduler's VolumeBinding wrote for the pod, from the API before and after.
+
+    PVs (not the test provisioner's) whose ``claimRef`` now names one of the pod's
+    claims and did not before; the pod's claims that were unbound before and now
+    carry ``selected-node``. The PV controller writes neither: it only completes a
+    binding whose ``claimRef`` is set (without touching ``bound-by-controller`` on
+    the PV) and sets the claim's own annotations.
+    """
+    namespace = pod["metadata"]["namespace"]
+    wanted = set(claim_names(pod))
+
+    def refs(objects: list[Obj]) -> dict[str, Obj]:
+        return {
+            o["metadata"]["name"]: o
+            for o in objects
+            if o["kind"] == "PersistentVolume"
+            and PROVISIONED_LABEL not in (o["metadata"].get("labels") or {})
+        }
+
+    old_pvs = refs(before)
+    pvs: PvWrites = {}
+    for pv_name, pv in refs(after).items():
+        ref = pv["spec"].get("claimRef") or {}
+        if ref.get("namespace") != namespace or ref.get("name") not in wanted:
+            continue
+        old_ref = (old_pvs.get(pv_name) or {}).get("spec", {}).get("claimRef") or {}
+        if old_ref.get("uid") == ref.get("uid") and old_ref.get("name") == ref.get("name"):
+            continue
+        annotation = (pv["metadata"].get("annotations") or {}).get(ANN_BOUND_BY_CONTROLLER)
+        pvs[pv_name] = (ref["namespace"], ref["name"], ref.get("uid") or "", annotation)
+    unbound_before = {
+        o["metadata"]["name"]
+        for o in before
+        if o["kind"] == "PersistentVolumeClaim"
+        and o["metadata"]["namespace"] == namespace
+        and o["metadata"]["name"] in wanted
+        and not o["spec"].get("volumeName")
+    }
+    claims: ClaimWrites = {}
+    for o in after:
+        if o["kind"] != "PersistentVolumeClaim" or o["metadata"]["namespace"] != namespace:
+            continue
+        if o["metadata"]["name"] not in unbound_before:
+            continue
+        bound_static = o["spec"].get("volumeName") in {p for p in pvs}
+        selected = (o["metadata"].get("annotations") or {}).get(ANN_SELECTED_NODE)
+        if selected is not None and not bound_static:
+            claims[f"{namespace}/{o['metadata']['name']}"] = selected
+    return pvs, claims
+
+
+def our_writes(
+    ours: OurSide, objects: list[Obj], pod: Obj, node: str
+) -> tuple[PvWrites, ClaimWrites]:
+    """What our VolumeBinding's Reserve assumes for the pod on `node`: one cycle of
+    our default profile (the pod pinned to `node`, so its Reserve is for that node)
+    run to Reserve, then the PVs and claims its assume caches changed."""
+    pinned = copy.deepcopy(pod)
+    pinned["spec"]["affinity"] = _pinned_affinity(pod["spec"].get("affinity"), node)
+    pod_raw, _ = resolve_priority(pinned, objects)
+    info = parse_pod(pod_raw)
+    table, _ = build_table(objects)
+    stores = StaticStores(list[Mapping[str, Any]](objects))
+    profiles = build_profiles(
+        ours.config,
+        ours.catalog,
+        lambda name: FrameworkHandle(name, table, store_provider=stores),
+    )
+    profile = profiles[DEFAULT_SCHEDULER_NAME]
+    framework = profile.framework
+    state = framework.new_cycle_state()
+    result = Algorithm(framework, seed=0).schedule(
+        state, info, table, profile.resolved.percentage_of_nodes_to_score
+    )
+    if result.node != node:
+        raise AssertionError(f"our cycle pinned to {node} chose {result.node}: {result.status}")
+    status = framework.run_reserve(state, info, node)
+    if not status.is_success():
+        raise AssertionError(f"our Reserve on {node} failed: {status}")
+    plugin = framework.plugins[VOLUME_BINDING]
+    assert isinstance(plugin, VolumeBinding)
+    pvs: PvWrites = {}
+    claims: ClaimWrites = {}
+    # Reserve assumes a new object for each PV and claim it would write (and
+    # only those): whatever the caches now return instead of the informer's copy.
+    for o in objects:
+        meta = o["metadata"]
+        if o["kind"] == "PersistentVolume":
+            pv = plugin.pvs.get("", meta["name"])
+            if pv is not None and pv is not plugin.pvs.api_object("", meta["name"]):
+                ref = pv["spec"]["claimRef"]
+                bound_by = (pv["metadata"].get("annotations") or {}).get(ANN_BOUND_BY_CONTROLLER)
+                pvs[meta["name"]] = (ref["namespace"], ref["name"], ref.get("uid") or "", bound_by)
+        elif o["kind"] == "PersistentVolumeClaim":
+            pvc = plugin.pvcs.get(meta["namespace"], meta["name"])
+            if pvc is not None and pvc is not plugin.pvcs.api_object(
+                meta["namespace"], meta["name"]
+            ):
+                annotations = pvc["metadata"].get("annotations") or {}
+                claims[f"{meta['namespace']}/{meta['name']}"] = annotations.get(ANN_SELECTED_NODE)
+    framework.run_unreserve(state, info, node)
+    return pvs, claims
+
+
+def volume_base(server_pod: Obj) -> Obj:
+    """The pod as read back, creatable, keeping its uid (ephemeral claims are owned by it)."""
+    base = plain_copy(server_pod, server_pod["metadata"]["name"])
+    base["metadata"]["uid"] = server_pod["metadata"]["uid"]
+    return base
+
+
+def run_volume_step(
+    kube: KubeSide,
+    ours: OurSide,
+    scenario: Scenario,
+    namespace: str,
+    step: Step,
+) -> StepReport:
+    """Compare one volume pod's placement without probes (see ``test_fidelity.py``).
+
+    A pinned probe would consume the PV it binds (and a provisioned claim), so
+    kube-scheduler's feasible set is read from its own cycle for the pod: the
+    nodes it scored in its last attempt (all feasible nodes, with at most 100
+    nodes), or just the chosen node when it scored none (one feasible node); for
+    a pod that fits nowhere, the per-reason node counts of its FailedScheduling
+    message. Then VolumeBinding's writes are compared.
+    """
+    held = copy.deepcopy(step.pod)
+    held["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
+    server_pod = kube.create_pod(namespace, held)
+    name = server_pod["metadata"]["name"]
+    claims = claim_names(server_pod)
+    ephemeral = {
+        f"{name}-{v['name']}" for v in server_pod["spec"].get("volumes") or [] if v.get("ephemeral")
+    }
+    deadline = time.monotonic() + DECISION_TIMEOUT
+    while any(
+        kube.client.get(
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{c}", check=False
+        ).status
+        != 200
+        for c in ephemeral
+    ):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the ephemeral-volume controller did not create {ephemeral}")
+        time.sleep(POLL)
+    kube.settle_volumes()
+    base = volume_base(server_pod)
+    before = kube.objects(volumes=True)
+    explanation = ours.explain(before, base)
+    report = StepReport(
+        pod=name,
+        probe_kind="kube's own cycle",
+        kube_feasible=set(),
+        our_feasible=set(explanation.feasible),
+        our_probe_feasible=set(),
+        kube_node=None,
+        our_tied=list(explanation.tied),
+    )
+
+    provisioner = TestProvisioner(kube, scenario.provisioners)
+    kube.set_gates(namespace, name, [])
+    decision = kube.wait(namespace, [name], poll=lambda: provisioner.poll(namespace, claims))[name]
+    report.kube_node = decision.node
+    if (decision.node is None) != (step.expect == "unschedulable"):
+        report.problems.append(
+            f"scenario intent: expected {step.expect}, kube-scheduler said {decision}"
+        )
+    if decision.node is None:
+        note = availability(kube.failed_scheduling_note(namespace, name))
+        mine = availability(explanation.message)
+        if explanation.node is not None:
+            report.problems.append(f"kube-scheduler found no node, we chose {explanation.node}")
+        elif note != mine:
+            report.problems.append(f"FailedScheduling differs:\n  ours: {mine}\n  kube: {note}")
+        report.details.append(f"  kube: {note}")
+        return report
+
+    kube_scores, kube_totals = last_cycle_scores(
+        kube.scheduler_log.read_text(errors="replace"), f"{namespace}/{name}"
+    )
+    report.kube_feasible = set(kube_scores) or {decision.node}
+    if report.our_feasible != report.kube_feasible:
+        report.problems.append(
+            f"feasible sets differ: ours {sorted(report.our_feasible)}, "
+            f"kube {sorted(report.kube_feasible)} (the nodes kube-scheduler scored)"
+        )
+        for node in sorted(report.our_feasible ^ report.kube_feasible):
+            verdict = explanation.nodes[node]
+            report.details.append(
+                f"  {node}: ours rejected_by={verdict.rejected_by} "
+                f"{ {p: v.reasons for p, v in verdict.filter.items() if v.reasons} }"
+            )
+    if decision.node not in explanation.tied:
+        report.problems.append(
+            f"kube-scheduler chose {decision.node}, not among our tied best {explanation.tied}"
+        )
+    if kube_scores:
+        problems = compare_scores(explanation, kube_scores, kube_totals)
+        report.problems.extend(f"score: {p}" for p in problems)
+        if problems or decision.node not in explanation.tied:
+            report.details.append(score_table(explanation, kube_scores, kube_totals, decision.node))
+
+    kube.settle_volumes()
+    theirs = kube_writes(before, kube.objects(volumes=True), base)
+    mine_writes = our_writes(ours, before, base, decision.node)
+    if theirs != mine_writes:
+        report.problems.append(
+            f"VolumeBinding writes on {decision.node} differ:\n"
+            f"  ours (PVs, claims): {mine_writes}\n  kube (PVs, claims): {theirs}"
+        )
+    report.details.append(f"  writes on {decision.node}: {theirs}")
     return report

@@ -13,7 +13,11 @@ Rules that keep the two sides comparable:
   a pod that fits nowhere changes nothing.
 - No owner references, no Services: the default PodTopologySpread constraints
   and InterPodAffinity do not depend on controllers that are not running.
-- No PVCs (volume plugins are out of scope).
+- No PVCs in :data:`SCENARIOS`: volume scenarios are :data:`VOLUME_SCENARIOS`,
+  run with kube-controller-manager's volume controllers next to kube-scheduler
+  (see ``harness.py``). Their storage objects are in ``Scenario.storage``;
+  every PV has ``persistentVolumeReclaimPolicy: Retain`` (nothing to reclaim)
+  and every name (classes, drivers, PVs) is unique across scenarios.
 - The node created last must accept a pod with no labels, no requests and a
   toleration for every taint (the harness's sync pod, see ``harness.py``).
 """
@@ -184,6 +188,12 @@ class Scenario:
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Labels of the scenario's own namespace (where the placed pods live).
     labels: dict[str, str] = field(default_factory=dict)
+    #: Storage objects (StorageClass, CSIDriver, PersistentVolume, CSINode, and,
+    #: in the scenario's namespace, PersistentVolumeClaim, CSIStorageCapacity).
+    storage: list[Obj] = field(default_factory=list)
+    #: Provisioners the harness plays (see ``harness.TestProvisioner``): a claim
+    #: of theirs that kube-scheduler annotates with a selected node gets a PV.
+    provisioners: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
@@ -1067,4 +1077,395 @@ SCENARIOS: list[Scenario] = [
     _spread_edge_cases(),
     _affinity_namespaces(),
     _tolerations_and_storage(),
+]
+
+
+# -- volume scenarios --------------------------------------------------------------------
+
+LEGACY_ZONE = "failure-domain.beta.kubernetes.io/zone"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+WFFC = "WaitForFirstConsumer"
+STORAGE_V1 = "storage.k8s.io/v1"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+def storage_class(
+    name: str,
+    provisioner: str = NO_PROVISIONER,
+    *,
+    mode: str = WFFC,
+    allowed_zones: Sequence[str] = (),
+) -> Obj:
+    out: Obj = {
+        "apiVersion": STORAGE_V1,
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+        "reclaimPolicy": "Retain",
+    }
+    if allowed_zones:
+        out["allowedTopologies"] = [
+            {"matchLabelExpressions": [{"key": ZONE, "values": list(allowed_zones)}]}
+        ]
+    return out
+
+
+def volume(
+    name: str,
+    size: str,
+    klass: str,
+    *,
+    on: str | None = None,
+    driver: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    claim: str | None = None,
+    modes: Sequence[str] = ("ReadWriteOnce",),
+) -> Obj:
+    """A PV: local (``on`` a node, by hostname node affinity) or CSI (``driver``);
+    ``claim`` pre-binds it (``claimRef``), for claims that are bound before any pod."""
+    pv_spec: Obj = {
+        "capacity": {"storage": size},
+        "accessModes": list(modes),
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": klass,
+        "volumeMode": "Filesystem",
+    }
+    if driver:
+        pv_spec["csi"] = {"driver": driver, "volumeHandle": f"handle-{name}"}
+    else:
+        pv_spec["local"] = {"path": f"/mnt/disks/{name}"}
+    if on:
+        pv_spec["nodeAffinity"] = {
+            "required": {"nodeSelectorTerms": [{"matchExpressions": [term(HOSTNAME, "In", on)]}]}
+        }
+    if claim:
+        pv_spec["claimRef"] = {"kind": "PersistentVolumeClaim", "name": claim}
+    meta: Obj = {"name": name}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": meta, "spec": pv_spec}
+
+
+def claim(
+    name: str,
+    size: str,
+    klass: str,
+    *,
+    volume_name: str | None = None,
+    modes: Sequence[str] = ("ReadWriteOnce",),
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    """A PVC in the scenario's namespace; ``volume_name`` binds it to that (pre-bound) PV."""
+    pvc_spec: Obj = {
+        "accessModes": list(modes),
+        "resources": {"requests": {"storage": size}},
+        "storageClassName": klass,
+        "volumeMode": "Filesystem",
+    }
+    if volume_name:
+        pvc_spec["volumeName"] = volume_name
+    meta: Obj = {"name": name}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": pvc_spec}
+
+
+def csi_driver(name: str, *, storage_capacity: bool = False) -> Obj:
+    return {
+        "apiVersion": STORAGE_V1,
+        "kind": "CSIDriver",
+        "metadata": {"name": name},
+        "spec": {"attachRequired": True, "storageCapacity": storage_capacity},
+    }
+
+
+def csi_node(node_name: str, drivers: Mapping[str, int | None]) -> Obj:
+    """A CSINode; each driver with its ``allocatable.count`` (None: no limit)."""
+    entries = []
+    for driver, count in drivers.items():
+        entry: Obj = {"name": driver, "nodeID": f"{node_name}-id", "topologyKeys": [HOSTNAME]}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        entries.append(entry)
+    return {
+        "apiVersion": STORAGE_V1,
+        "kind": "CSINode",
+        "metadata": {"name": node_name},
+        "spec": {"drivers": entries},
+    }
+
+
+def capacity(name: str, klass: str, zone: str, size: str, *, maximum: str | None = None) -> Obj:
+    out: Obj = {
+        "apiVersion": STORAGE_V1,
+        "kind": "CSIStorageCapacity",
+        "metadata": {"name": name},
+        "storageClassName": klass,
+        "nodeTopology": {"matchLabels": {ZONE: zone}},
+        "capacity": size,
+    }
+    if maximum:
+        out["maximumVolumeSize"] = maximum
+    return out
+
+
+def with_claims(name: str, *claims: str, **kwargs: Any) -> Obj:
+    """A pod mounting the named PVCs (volumes ``v0``, ``v1``, ...)."""
+    volumes = [
+        {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)
+    ]
+    return pod(name, volumes=volumes, **kwargs)
+
+
+def with_ephemeral(name: str, size: str, klass: str, **kwargs: Any) -> Obj:
+    """A pod with one generic ephemeral volume ``scratch`` (claim ``<name>-scratch``)."""
+    template = {
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+            "storageClassName": klass,
+        }
+    }
+    return pod(
+        name,
+        volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}],
+        **kwargs,
+    )
+
+
+def _local_pvs() -> Scenario:
+    sc = "fid-local"
+    return Scenario(
+        "local-pvs",
+        "static local PVs (node affinity), WaitForFirstConsumer: the smallest fitting PV "
+        "of the class on the node, several claims per pod, a claim no PV fits",
+        nodes=[
+            node("loc-1", cpu="8", memory="16Gi", zone="a"),
+            node("loc-2", zone="a"),
+            node("loc-3", zone="b"),
+            node("loc-4", zone="b"),
+        ],
+        storage=[
+            storage_class(sc),
+            storage_class("fid-local-other"),
+            volume("loc-1-5g", "5Gi", sc, on="loc-1"),
+            volume("loc-1-20g", "20Gi", sc, on="loc-1"),
+            volume("loc-2-10g", "10Gi", sc, on="loc-2"),
+            volume("loc-2-20g", "20Gi", sc, on="loc-2"),
+            volume("loc-3-50g", "50Gi", sc, on="loc-3"),
+            volume("loc-4-rwx", "500Gi", sc, on="loc-4", modes=["ReadWriteMany"]),
+            volume("loc-4-other", "500Gi", "fid-local-other", on="loc-4"),
+            claim("small", "4Gi", sc),
+            claim("huge", "100Gi", sc),
+            claim("big", "40Gi", sc),
+            claim("mid", "8Gi", sc),
+            claim("large", "18Gi", sc),
+        ],
+        steps=[
+            Step(with_claims("small", "small")),
+            Step(with_claims("huge", "huge"), expect="unschedulable"),
+            Step(with_claims("big", "big")),
+            Step(with_claims("pair", "mid", "large")),
+        ],
+    )
+
+
+def _allowed_topologies() -> Scenario:
+    provisioner = "topology.csi.example.com"
+    return Scenario(
+        "allowed-topologies",
+        "WaitForFirstConsumer classes of a provisioner with allowedTopologies: the "
+        "selected-node annotation; a claim already pinned to a node; no allowed zone",
+        nodes=[
+            node("topo-1", zone="a"),
+            node("topo-2", zone="a"),
+            node("topo-3", zone="b"),
+            node("topo-4", zone="b"),
+            node("topo-5", zone="c"),
+        ],
+        storage=[
+            storage_class("fid-topo-ab", provisioner, allowed_zones=["a", "b"]),
+            storage_class("fid-topo-c", provisioner, allowed_zones=["c"]),
+            storage_class("fid-topo-x", provisioner, allowed_zones=["x"]),
+            storage_class("fid-topo-any", provisioner),
+            claim("ab", "1Gi", "fid-topo-ab"),
+            claim("c", "1Gi", "fid-topo-c"),
+            claim("ab-2", "1Gi", "fid-topo-ab"),
+            claim("x", "1Gi", "fid-topo-x"),
+            claim("any", "1Gi", "fid-topo-any"),
+            claim("pinned", "1Gi", "fid-topo-any", annotations={SELECTED_NODE: "topo-3"}),
+        ],
+        provisioners=(provisioner,),
+        steps=[
+            Step(with_claims("ab", "ab")),
+            Step(with_claims("c", "c")),
+            Step(with_claims("ab-and-x", "ab-2", "x"), expect="unschedulable"),
+            Step(with_claims("any", "any")),
+            Step(with_claims("pinned", "pinned")),
+        ],
+    )
+
+
+def _storage_capacity() -> Scenario:
+    driver = "capacity.csi.example.com"
+    sc = "fid-capacity"
+    return Scenario(
+        "storage-capacity",
+        "CSIDriver storageCapacity: CSIStorageCapacity with room in one zone only, "
+        "maximumVolumeSize in the other",
+        nodes=[
+            node("cap-1", zone="a"),
+            node("cap-2", zone="a"),
+            node("cap-3", zone="b"),
+            node("cap-4", zone="b"),
+        ],
+        storage=[
+            csi_driver(driver, storage_capacity=True),
+            storage_class(sc, driver),
+            capacity("cap-zone-a", sc, "a", "10Gi"),
+            capacity("cap-zone-b", sc, "b", "100Gi", maximum="2Gi"),
+            claim("fits", "5Gi", sc),
+            claim("too-big", "20Gi", sc),
+            claim("tiny", "1Gi", sc),
+        ],
+        provisioners=(driver,),
+        steps=[
+            Step(with_claims("fits", "fits")),
+            Step(with_claims("too-big", "too-big"), expect="unschedulable"),
+            Step(with_claims("tiny", "tiny")),
+        ],
+    )
+
+
+def _volume_zone() -> Scenario:
+    driver = "zone.csi.example.com"
+    sc = "fid-zone"
+    return Scenario(
+        "volume-zone",
+        "bound PVs labelled with a zone (GA, legacy beta, multi-zone a__c): nodes of "
+        "other zones are rejected, a node without zone labels is not",
+        nodes=[
+            node("vz-1", zone="a"),
+            node("vz-2", zone="a"),
+            node("vz-3", zone="b"),
+            node("vz-4", zone="c"),
+            node("vz-5"),
+        ],
+        storage=[
+            storage_class(sc, driver, mode="Immediate"),
+            volume("vz-pv-a", "1Gi", sc, driver=driver, labels={ZONE: "a"}, claim="in-a"),
+            volume("vz-pv-b", "1Gi", sc, driver=driver, labels={LEGACY_ZONE: "b"}, claim="in-b"),
+            volume("vz-pv-ac", "1Gi", sc, driver=driver, labels={ZONE: "a__c"}, claim="in-ac"),
+            claim("in-a", "1Gi", sc, volume_name="vz-pv-a"),
+            claim("in-b", "1Gi", sc, volume_name="vz-pv-b"),
+            claim("in-ac", "1Gi", sc, volume_name="vz-pv-ac"),
+        ],
+        steps=[
+            Step(with_claims("in-a", "in-a")),
+            Step(with_claims("in-b", "in-b")),
+            Step(with_claims("in-ac", "in-ac")),
+            Step(with_claims("a-and-b", "in-a", "in-b")),
+        ],
+    )
+
+
+def _attach_limits() -> Scenario:
+    driver = "limits.csi.example.com"
+    sc = "fid-limits"
+    pvs = [volume(f"lim-pv-{i}", "1Gi", sc, driver=driver, claim=f"c{i}") for i in range(1, 12)]
+    claims = [claim(f"c{i}", "1Gi", sc, volume_name=f"lim-pv-{i}") for i in range(1, 12)]
+    return Scenario(
+        "attach-limits",
+        "CSINode allocatable.count per driver, with running pods using bound CSI PVs: "
+        "full nodes are rejected, a volume already attached there does not count twice",
+        nodes=[
+            node("lim-1", zone="a"),
+            node("lim-2", zone="a"),
+            node("lim-3", zone="b"),
+            node("lim-4", zone="b"),
+        ],
+        storage=[
+            csi_driver(driver),
+            storage_class(sc, driver, mode="Immediate"),
+            *pvs,
+            *claims,
+            csi_node("lim-1", {driver: 2}),
+            csi_node("lim-2", {driver: 1}),
+            csi_node("lim-3", {driver: 4}),
+            csi_node("lim-4", {driver: 3}),
+        ],
+        existing=[
+            with_claims("full-1", "c1", "c2", on="lim-1"),
+            with_claims("full-2", "c3", on="lim-2"),
+            with_claims("part-3", "c4", on="lim-3"),
+            with_claims("part-4", "c5", on="lim-4"),
+        ],
+        steps=[
+            Step(with_claims("one", "c6")),
+            Step(with_claims("shared", "c1")),
+            Step(with_claims("wide", "c7", "c8", "c9", "c10"), expect="unschedulable"),
+        ],
+    )
+
+
+def _read_write_once_pod() -> Scenario:
+    driver = "rwop.csi.example.com"
+    sc = "fid-rwop"
+    rwop = ["ReadWriteOncePod"]
+    return Scenario(
+        "read-write-once-pod",
+        "a ReadWriteOncePod claim in use by a running pod: no node for a second user; "
+        "an unused one fits anywhere",
+        nodes=[node(f"rwop-{i}", zone="ab"[i % 2]) for i in range(1, 5)],
+        storage=[
+            storage_class(sc, driver, mode="Immediate"),
+            volume("rwop-pv-used", "1Gi", sc, driver=driver, claim="used", modes=rwop),
+            volume("rwop-pv-free", "1Gi", sc, driver=driver, claim="free", modes=rwop),
+            claim("used", "1Gi", sc, volume_name="rwop-pv-used", modes=rwop),
+            claim("free", "1Gi", sc, volume_name="rwop-pv-free", modes=rwop),
+        ],
+        existing=[with_claims("holder", "used", on="rwop-2")],
+        steps=[
+            Step(with_claims("second", "used"), expect="unschedulable"),
+            Step(with_claims("free", "free")),
+        ],
+    )
+
+
+def _ephemeral_volumes() -> Scenario:
+    sc = "fid-ephemeral"
+    return Scenario(
+        "ephemeral-volumes",
+        "generic ephemeral volumes: the ephemeral-volume controller's <pod>-<volume> "
+        "claim binds to a local PV where the pod goes",
+        nodes=[
+            node("eph-1", zone="a"),
+            node("eph-2", zone="a"),
+            node("eph-3", zone="b"),
+            node("eph-4", zone="b"),
+        ],
+        storage=[
+            storage_class(sc),
+            volume("eph-1-10g", "10Gi", sc, on="eph-1"),
+            volume("eph-2-10g", "10Gi", sc, on="eph-2"),
+            volume("eph-3-1g", "1Gi", sc, on="eph-3"),
+        ],
+        steps=[
+            Step(with_ephemeral("scratch", "5Gi", sc)),
+            Step(with_ephemeral("tiny", "500Mi", sc)),
+            Step(with_ephemeral("vast", "50Gi", sc), expect="unschedulable"),
+        ],
+    )
+
+
+#: Run with kube-controller-manager's volume controllers (``test_fidelity.py``).
+VOLUME_SCENARIOS: list[Scenario] = [
+    _local_pvs(),
+    _allowed_topologies(),
+    _storage_capacity(),
+    _volume_zone(),
+    _attach_limits(),
+    _read_write_once_pod(),
+    _ephemeral_volumes(),
 ]

@@ -4,6 +4,31 @@ For each pod of each scenario: our feasible set (``explain``) equals the one
 kube-scheduler's probes reveal, and equals our own probes'; kube-scheduler's
 chosen node is among our tied best; its per-plugin weighted scores equal ours;
 a pod that fits nowhere gets the same "0/N nodes are available: ..." counts.
+
+Volume scenarios (``VOLUME_SCENARIOS``) run with kube-controller-manager's
+PersistentVolume binder and ephemeral-volume controllers next to kube-scheduler
+(started for them only; they act on PVs, PVCs and pods with ephemeral volumes,
+so the other scenarios would not notice them either). They are compared
+without probes, because a pinned probe that fits binds, and so uses up, the
+PV or claim it was meant to test (``harness.run_volume_step``):
+
+- feasible set: kube-scheduler's own cycle for the pod at ``-v=10`` scores
+  every feasible node (fewer than 100 nodes: no sampling), so the nodes it
+  scored in its last attempt are its feasible set, and when it scored none
+  exactly one node was feasible, the chosen one. That must equal our
+  ``explain``'s feasible set; its node must be among our tied best, its scores
+  equal ours (VolumeBinding itself does not score by default).
+- a pod that fits nowhere: kube's FailedScheduling "0/N nodes are available:
+  ..." sentence (the reason per node, counted) must equal ours.
+- writes: the PV ``claimRef`` (namespace/name/uid) plus ``bound-by-controller``
+  annotation, and the claims' ``selected-node`` annotation, that kube-scheduler
+  wrote (the API before and after its binding) must equal what our
+  VolumeBinding's Reserve assumes for the same pod on kube's node (one cycle of
+  our default profile pinned to that node), which is what our PreBind writes.
+
+A WaitForFirstConsumer claim of a provisioner gets its PV from the harness's
+``TestProvisioner`` (as external-provisioner would create it), so the PV
+controller binds it and kube-scheduler's PreBind completes.
 """
 
 from __future__ import annotations
@@ -13,15 +38,22 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.testing.controlplane import KUBE_SCHEDULER, run_kube_scheduler, start_control_plane
-from tests.fidelity.harness import KubeSide, OurSide, run_step
-from tests.fidelity.scenarios import SCENARIOS, Scenario
+from scheduler.testing.controlplane import (
+    KUBE_SCHEDULER,
+    ControlPlane,
+    run_kube_scheduler,
+    start_control_plane,
+)
+from tests.fidelity.harness import KubeSide, OurSide, StepReport, run_step, run_volume_step
+from tests.fidelity.scenarios import SCENARIOS, VOLUME_SCENARIOS, Scenario
 
 pytestmark = pytest.mark.fidelity
 
 
 @pytest.fixture(scope="module")
-def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KubeSide, OurSide]]:
+def plane_and_sides(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ControlPlane, KubeSide, OurSide]]:
     """One control plane and one kube-scheduler for every scenario of the session."""
     workdir: Path = tmp_path_factory.mktemp("kube-scheduler")
     with start_control_plane() as plane:
@@ -30,7 +62,35 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KubeSide, 
         with run_kube_scheduler(
             kubeconfig, workdir=workdir, extra_args=["--vmodule=schedule_one=10"]
         ) as scheduler:
-            yield KubeSide(plane.client(), scheduler.log_path), OurSide()
+            yield plane, KubeSide(plane.client(), scheduler.log_path), OurSide()
+
+
+@pytest.fixture(scope="module")
+def sides(
+    plane_and_sides: tuple[ControlPlane, KubeSide, OurSide],
+) -> tuple[KubeSide, OurSide]:
+    _, kube, ours = plane_and_sides
+    return kube, ours
+
+
+@pytest.fixture(scope="module")
+def volume_sides(
+    plane_and_sides: tuple[ControlPlane, KubeSide, OurSide],
+) -> Iterator[tuple[KubeSide, OurSide]]:
+    """The same sides with kube-controller-manager's volume controllers running too
+    (the claim binder resyncs every second instead of 15, so a pre-bound PV
+    created after its claim binds without a long wait)."""
+    plane, kube, ours = plane_and_sides
+    with plane.run_controller_manager(extra_args=["--pvclaimbinder-sync-period=1s"]):
+        yield kube, ours
+
+
+def _print(scenario: Scenario, report: StepReport) -> None:
+    print(
+        f"{scenario.name}/{report.pod} [{report.probe_kind}]: "
+        f"feasible kube={sorted(report.kube_feasible)} ours={sorted(report.our_feasible)}; "
+        f"kube chose {report.kube_node}, our tied {report.our_tied}"
+    )
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
@@ -43,11 +103,25 @@ def test_placement_matches_kube_scheduler(
     failures: list[str] = []
     for index, step in enumerate(scenario.steps):
         report = run_step(kube, ours, scenario, namespace, index, step)
-        print(
-            f"{scenario.name}/{report.pod} [{report.probe_kind}]: "
-            f"feasible kube={sorted(report.kube_feasible)} ours={sorted(report.our_feasible)}; "
-            f"kube chose {report.kube_node}, our tied {report.our_tied}"
-        )
+        _print(scenario, report)
+        if report.problems:
+            failures.append("\n".join([f"{report.pod}:", *report.problems, *report.details]))
+    assert not failures, f"{scenario.name}: {scenario.description}\n" + "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("scenario", VOLUME_SCENARIOS, ids=[s.name for s in VOLUME_SCENARIOS])
+def test_volume_placement_matches_kube_scheduler(
+    volume_sides: tuple[KubeSide, OurSide], scenario: Scenario
+) -> None:
+    kube, ours = volume_sides
+    namespace = f"fid-{scenario.name}"
+    kube.load(scenario, namespace)
+    failures: list[str] = []
+    for step in scenario.steps:
+        report = run_volume_step(kube, ours, scenario, namespace, step)
+        _print(scenario, report)
+        for line in report.details:
+            print(line)
         if report.problems:
             failures.append("\n".join([f"{report.pod}:", *report.problems, *report.details]))
     assert not failures, f"{scenario.name}: {scenario.description}\n" + "\n\n".join(failures)

@@ -10,12 +10,23 @@ from scheduler.testing.controlplane import RestClient
 from tests.fidelity.harness import (
     KubeSide,
     availability,
+    claim_names,
+    last_cycle_scores,
     nominate_probe,
     pin_probe,
     plain_copy,
     probe_kind,
 )
-from tests.fidelity.scenarios import SCENARIOS, ZONE, pod, spread, term
+from tests.fidelity.scenarios import (
+    SCENARIOS,
+    VOLUME_SCENARIOS,
+    ZONE,
+    pod,
+    spread,
+    term,
+    with_claims,
+    with_ephemeral,
+)
 
 pytestmark = pytest.mark.fidelity
 
@@ -100,7 +111,7 @@ def test_scenario_library_shape() -> None:
     assert 10 <= len(SCENARIOS) <= 20
     names = [s.name for s in SCENARIOS]
     assert len(set(names)) == len(names)
-    nodes = [n["metadata"]["name"] for s in SCENARIOS for n in s.nodes]
+    nodes = [n["metadata"]["name"] for s in [*SCENARIOS, *VOLUME_SCENARIOS] for n in s.nodes]
     assert len(set(nodes)) == len(nodes), "node names are unique across scenarios"
     for scenario in SCENARIOS:
         names_here = {n["metadata"]["name"] for n in scenario.nodes}
@@ -108,3 +119,28 @@ def test_scenario_library_shape() -> None:
             assert existing["spec"]["nodeName"] in names_here, existing["metadata"]["name"]
         for step in scenario.steps:
             assert "nodeName" not in step.pod["spec"]
+
+
+def test_last_cycle_scores_ignore_earlier_attempts() -> None:
+    attempt = (
+        'I1121 13:35:25.3 1 schedule_one.go:100] "Attempting to schedule pod" pod="ns/web-1"\n'
+    )
+    text = attempt + LOG + attempt + LOG.replace('node="n-7"', 'node="n-8"')
+    per_node, totals = last_cycle_scores(text, "ns/web-1")
+    assert per_node == {"n-8": {"TaintToleration": 300, "NodeResourcesFit": 74}}
+    assert totals == {"n-8": 374}
+
+
+def test_claim_names_of_a_volume_pod() -> None:
+    assert claim_names(with_claims("p", "a", "b")) == ["a", "b"]
+    assert claim_names(with_ephemeral("p", "1Gi", "sc")) == ["p-scratch"]
+
+
+def test_volume_scenarios_use_unique_storage_names() -> None:
+    cluster = [
+        (o["kind"], o["metadata"]["name"])
+        for s in VOLUME_SCENARIOS
+        for o in s.storage
+        if o["kind"] not in ("PersistentVolumeClaim", "CSIStorageCapacity")
+    ]
+    assert len(set(cluster)) == len(cluster)
