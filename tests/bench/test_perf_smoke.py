@@ -132,3 +132,107 @@ def test_proc_sample_reads_this_process() -> None:
 def test_bench_command_reports_a_missing_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["bench", "no-such-bench"]) == 1
     assert "unknown benchmark" in capsys.readouterr().err
+
+
+# -- the volume workloads ----------------------------------------------------------------
+
+
+def test_volume_workloads_match_scheduler_perf() -> None:
+    """Sizes of the 5000Nodes / 500Nodes variants (PreemptionPVs: 1000Nodes), which
+    phases carry volumes, and the CSINodes of volumes/performance-config.yaml."""
+    assert set(workloads.VOLUME_WORKLOADS) <= set(workloads.DEFAULT_WORKLOADS)
+    for name in ("SchedulingInTreePVs", "SchedulingMigratedInTreePVs", "SchedulingCSIPVs"):
+        full = workloads.build(name)
+        assert (full.nodes, *(p.count for p in full.phases)) == (5000, 5000, 1000)
+        small = workloads.build(name, "small")
+        assert (small.nodes, *(p.count for p in small.phases)) == (500, 500, 1000)
+        assert all(p.volume for p in full.phases)
+    assert workloads.build("SchedulingInTreePVs").csi_nodes is None
+    migrated = workloads.build("SchedulingMigratedInTreePVs").csi_nodes
+    assert migrated is not None and migrated.migrated_plugins == ("kubernetes.io/aws-ebs",)
+    csi = workloads.build("SchedulingCSIPVs")
+    assert csi.csi_nodes is not None and csi.csi_nodes.migrated_plugins == ()
+    assert [p.volume for p in csi.phases] == ["csi", "csi"]
+    preemption = workloads.build("PreemptionPVs")
+    assert (preemption.nodes, *(p.count for p in preemption.phases)) == (1000, 4000, 1000)
+    assert [(p.template, p.volume) for p in preemption.phases] == [
+        ("low-priority", None),
+        ("high-priority", "aws"),
+    ]
+
+
+def test_volume_objects_are_bound_pairs_as_upstream_makes_them() -> None:
+    phase = workloads.build("SchedulingCSIPVs", pods=2).phases[1]
+    [pvc, pv, pod] = workloads.phase_objects(phase)[1]
+    assert pvc["metadata"]["name"] == "pvc-1"
+    assert pvc["metadata"]["annotations"] == {"pv.kubernetes.io/bind-completed": "true"}
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] == "sched-1-vol-1"
+    assert pv["spec"]["csi"] == {"driver": "ebs.csi.aws.com", "volumeHandle": "sched-1-vol-1"}
+    assert pv["spec"]["claimRef"] == {
+        "kind": "PersistentVolumeClaim",
+        "namespace": "sched-1",
+        "name": "pvc-1",
+        "apiVersion": "v1",
+    }
+    assert pv["status"] == pvc["status"] == {"phase": "Bound"}
+    claim = {"claimName": "pvc-1"}
+    assert pod["spec"]["volumes"] == [{"name": "vol", "persistentVolumeClaim": claim}]
+    aws = workloads.persistent_volume("aws", "sched-0", 7)
+    assert aws["spec"]["awsElasticBlockStore"] == {"volumeID": "vol-7"}  # not prefixed upstream
+    [csi_node] = workloads.csi_nodes(workloads.build("SchedulingMigratedInTreePVs", nodes=1))
+    assert csi_node["metadata"] == {
+        "name": workloads.node_name(0),
+        "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"},
+    }
+    assert csi_node["spec"]["drivers"] == [
+        {"name": "ebs.csi.aws.com", "nodeID": workloads.node_name(0), "allocatable": {"count": 39}}
+    ]
+
+
+async def test_volume_objects_are_valid_on_the_emulator() -> None:
+    """The emulator validates storage objects as kube-apiserver does (422 on
+    invalid): every volume workload's objects, created with the harness's own
+    client (status writes included), end up Bound."""
+    from scheduler.emulator import EmulatorServer
+
+    for name in workloads.VOLUME_WORKLOADS:
+        workload = workloads.build(name, nodes=3, init_pods=2, pods=2)
+        server = EmulatorServer(workloads.preloaded_objects(workload), record_requests=False)
+        await server.start()
+        api = runner.Api(runner.ApiServer(server.url, Path(os.devnull)), 4)
+        try:
+            for phase in workload.phases:
+                await api.create_groups(workloads.phase_objects(phase), 4)
+            pvs = (await api.request("GET", "/api/v1/persistentvolumes"))["items"]
+            pvcs = (await api.request("GET", "/api/v1/persistentvolumeclaims"))["items"]
+            csi_nodes = (await api.request("GET", "/apis/storage.k8s.io/v1/csinodes"))["items"]
+        finally:
+            await api.close()
+            await server.stop()
+        with_volumes = sum(p.count for p in workload.phases if p.volume)
+        assert len(pvs) == len(pvcs) == with_volumes, name
+        assert {o["status"]["phase"] for o in pvs + pvcs} == {"Bound"}, name
+        assert len(csi_nodes) == (3 if workload.csi_nodes else 0), name
+
+
+def test_tiny_volume_workload_runs_on_ours(tmp_path: Path) -> None:
+    """SchedulingMigratedInTreePVs end to end against our daemon only: migrated
+    in-tree PVs counted against CSINode limits, every pod placed."""
+    out = tmp_path / "report.json"
+    code = cli_main(
+        [
+            "bench",
+            "perf",
+            *("--workload", "SchedulingMigratedInTreePVs"),
+            *("--nodes", "10", "--init-pods", "10", "--pods", "20"),
+            *("--schedulers", "ours", "--timeout", "60", "--output", "json"),
+            *("--json-file", str(out), "--workdir", str(tmp_path / "work")),
+        ]
+    )
+    data = json.loads(out.read_text())
+    assert code == 0, data
+    [result] = data["results"]
+    assert result["params"]["csi_nodes"]["migrated_plugins"] == ["kubernetes.io/aws-ebs"]
+    outcome = result["schedulers"]["ours"]
+    assert "error" not in outcome, outcome
+    assert (outcome["expected"], outcome["scheduled"], outcome["incomplete"]) == (20, 20, False)
