@@ -219,6 +219,18 @@ def test_node_volume_limits_negative_count_rejects_without_crashing() -> None:
     assert rejected(result) == ["node-a"]
 
 
+def test_node_volume_limits_skip_where_no_node_reports_a_limit() -> None:
+    handle = VolumeHandle(make_table(NODES))
+    handle.put(storage_class("ebs", provisioner="ebs.csi.aws.com"), pvc("new", storage_class="ebs"))
+    plugin = NodeVolumeLimits(None, handle.as_handle())
+    pod = PodInfo.from_dict(raw_pod("p", claim_volume("new")))
+    _, pre, _ = run(plugin, pod)
+    assert pre is not None and pre.is_skip()
+    handle.put(csi_node("node-c", {"ebs.csi.aws.com": 0}))
+    _, pre, result = run(plugin, pod)
+    assert pre is None and rejected(result) == ["node-c"]
+
+
 def test_node_volume_limits_hint_on_raised_limit() -> None:
     plugin, _ = limits_setup(1)
     hints = {(e.event.resource, e.event.action): e.hint for e in plugin.events_to_register()}

@@ -295,7 +295,19 @@ class NodeVolumeLimits(Plugin):
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
-        return None if _needs_check(pod) else Status.skip()
+        if not _needs_check(pod):
+            return Status.skip()
+        # Where no node reports a limit, Filter passes every node whatever the
+        # pods on it: skipping says so, and lets what-ifs (preemption's dry
+        # run) judge many nodes at once. A claim that cannot be looked up is
+        # left to Filter, which reports it per node as kube does.
+        try:
+            self._volumes(pod, None, new_pod=True)
+        except _LookupError:
+            return None
+        if not self._view.refresh(self, nodes.rows).limits:
+            return Status.skip()
+        return None
 
     @hookimpl
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult | Status:
