@@ -46,6 +46,10 @@ class ObjectStore(Protocol):
 
     def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]: ...
 
+    def revision(self) -> int:
+        """A number that changes whenever the objects do (API 1.2): keep what you
+        derive from the store until it moves, instead of re-reading every object."""
+
 
 class KubeClient(Protocol):
     """Raw-JSON access to the API server for binding-cycle hooks (async)."""

@@ -102,6 +102,9 @@ class InformerStore:
         key = f"{namespace}/{name}" if namespace else name
         return self._informer.store.get(key)
 
+    def revision(self) -> int:
+        return self._informer.revision
+
     def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
         objs: list[Mapping[str, Any]] = list(self._informer.store.values())
         if namespace is None:

@@ -38,6 +38,9 @@ class StaticStore:
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._by_key.get((namespace, name))
 
+    def revision(self) -> int:
+        return 0  # never changes
+
     def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
         if namespace is None:
             return list(self._by_key.values())

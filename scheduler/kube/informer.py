@@ -115,6 +115,9 @@ class Informer:
         self.backoff_max = backoff_max
         self.backoff_reset_after = backoff_reset_after
         self.store: dict[str, Obj] = {}
+        #: Bumped whenever the store's contents change, so readers can keep
+        #: what they derive from it until it moves (ObjectStore.revision).
+        self.revision = 0
         self.has_synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0
@@ -179,6 +182,7 @@ class Informer:
         for item in items:
             fresh[object_key(item)] = item
         self.store = fresh
+        self.revision += 1
         self.resource_version = rv
         for key, item in fresh.items():
             previous = old.get(key)
@@ -240,6 +244,7 @@ class Informer:
         if kind in ("ADDED", "MODIFIED"):
             previous = self.store.get(key)
             self.store[key] = obj
+            self.revision += 1
             if rv:
                 self.resource_version = rv
             if previous is None:
@@ -248,6 +253,7 @@ class Informer:
                 await self._notify(self.on_update, previous, obj)
         elif kind == "DELETED":
             self.store.pop(key, None)
+            self.revision += 1
             if rv:
                 self.resource_version = rv
             await self._notify(self.on_delete, obj)

@@ -39,6 +39,18 @@ EXPECTED_CLUSTER_RULES = {
     ("apps", "statefulsets", frozenset({"list", "watch"})),
     ("policy", "poddisruptionbudgets", frozenset({"list", "watch"})),
     ("events.k8s.io", "events", frozenset({"create", "patch"})),
+    ("", "persistentvolumes", frozenset({"list", "watch", "update"})),
+    ("", "persistentvolumeclaims", frozenset({"list", "watch", "update"})),
+    *(
+        ("storage.k8s.io", resource, frozenset({"list", "watch"}))
+        for resource in (
+            "storageclasses",
+            "csinodes",
+            "csidrivers",
+            "csistoragecapacities",
+            "volumeattachments",
+        )
+    ),
 }
 
 

@@ -24,6 +24,10 @@ _PLURALS = {
 class MutableStore:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], Obj] = {}
+        self.changes = 0
+
+    def revision(self) -> int:
+        return self.changes
 
     def get(self, namespace: str, name: str) -> Obj | None:
         return self.objects.get((namespace, name))
@@ -50,7 +54,9 @@ class VolumeHandle:
             meta = obj.setdefault("metadata", {})
             meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
             key = (str(meta.get("namespace") or ""), str(meta["name"]))
-            self.store(*_PLURALS[obj["kind"]]).objects[key] = obj
+            store = self.store(*_PLURALS[obj["kind"]])
+            store.objects[key] = obj
+            store.changes += 1
 
     def as_handle(self) -> Handle:
         return cast(Handle, self)

@@ -92,9 +92,8 @@ def _limits(csinode: Obj | None) -> dict[str, int]:
 class _LimitsView:
     """Per node row: its CSINode's limits and what its pods attach, kept up to date.
 
-    The CSINode of every node is looked up again only when the set of
-    CSINode objects or of nodes changes (the informer replaces an object on
-    each update, and the objects are held here so their ids stay unique);
+    The CSINode of every node is looked up again only when the CSINode
+    store's revision or the set of nodes changes;
     the volumes a node's pods attach are recomputed only for rows whose pods
     changed (the table's per-row generation). A PV or PVC that changes
     under a pod already placed is seen at the node's next pod change.
@@ -102,7 +101,7 @@ class _LimitsView:
 
     def __init__(self) -> None:
         self.csinodes: list[Obj] = []
-        self._ids: frozenset[int] = frozenset()
+        self._revision = -1
         self._epoch = -1
         self.csinode = np.zeros(0, dtype=np.int64)  # row -> index in csinodes, -1 none
         self.generation = np.zeros(0, dtype=np.int64)  # row -> generation counted
@@ -111,6 +110,7 @@ class _LimitsView:
         self.attached: list[Volumes | None] = []
         self.holders: dict[str, set[int]] = {}  # unique volume -> rows attaching it
         self.has_attachments = False
+        self._attachments_revision = -1
 
     def _resize(self, capacity: int) -> None:
         old = len(self.csinode)
@@ -149,10 +149,11 @@ class _LimitsView:
         handle = plugin.handle
         table = handle.table
         self._resize(table.capacity)
-        objects = handle.store(*CSI_NODES).list(None)
-        ids = frozenset(map(id, objects))
-        if ids != self._ids or table.node_epoch != self._epoch:
-            self.csinodes, self._ids, self._epoch = list(objects), ids, table.node_epoch
+        store = handle.store(*CSI_NODES)
+        revision = store.revision()
+        if revision != self._revision or table.node_epoch != self._epoch:
+            self.csinodes = store.list(None)
+            self._revision, self._epoch = revision, table.node_epoch
             by_name = {name(o): i for i, o in enumerate(self.csinodes)}
             for column in self.limits.values():
                 column[:] = NO_LIMIT
@@ -164,7 +165,10 @@ class _LimitsView:
                     for driver, count in _limits(self.csinodes[index]).items():
                         self._column(self.limits, driver, NO_LIMIT)[row] = count
                 self._forget(row)  # its CSINode may have changed: count again
-        self.has_attachments = bool(handle.store(*VOLUME_ATTACHMENTS).list(None))
+        attachments = handle.store(*VOLUME_ATTACHMENTS)
+        if attachments.revision() != self._attachments_revision:
+            self._attachments_revision = attachments.revision()
+            self.has_attachments = bool(attachments.list(None))
         if not self.limits:
             return self
         candidates = rows[self.csinode[rows] >= 0]
