@@ -80,6 +80,7 @@ from scheduler.plugins.volumes.objects import (
     annotations_of,
     check_access_modes,
     claim_class,
+    claim_hint,
     claim_ref,
     claim_request,
     ephemeral_owner_error,
@@ -221,11 +222,6 @@ class _Unschedulable(Exception):
 def _claim_names(pod: PodInfo) -> list[tuple[str, bool]]:
     ephemeral = set(pod.ephemeral_pvc_names)
     return [(claim, claim in ephemeral) for claim in pod.pvc_names]
-
-
-def _uses_claim(pod: PodInfo, obj: Any) -> bool:
-    m = meta(obj) if isinstance(obj, Mapping) else {}
-    return m.get("namespace") == pod.namespace and m.get("name") in pod.pvc_names
 
 
 class VolumeBinding(Plugin):
@@ -822,7 +818,7 @@ class VolumeBinding(Plugin):
             ),
             ClusterEventWithHint(
                 ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),
-                _claim_of_pod_changed,
+                claim_hint(ephemeral=True),
             ),
             ClusterEventWithHint(
                 ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE)
@@ -895,10 +891,6 @@ def _bind_volume_to_claim(pv: Obj, pvc: Obj) -> tuple[Obj, bool]:
         new = dict(_with_annotation(new, ANN_BOUND_BY_CONTROLLER, "yes"))
         dirty = True
     return new, dirty
-
-
-def _claim_of_pod_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    return QueueingHint.QUEUE if _uses_claim(pod, new) else QueueingHint.SKIP
 
 
 def _storage_class_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

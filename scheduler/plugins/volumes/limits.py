@@ -48,6 +48,7 @@ from scheduler.plugins.volumes.objects import (
     VOLUME_ATTACHMENTS,
     Obj,
     claim_class,
+    claim_hint,
     ephemeral_owner_error,
     meta,
     name,
@@ -376,19 +377,12 @@ class NodeVolumeLimits(Plugin):
             ClusterEventWithHint(ClusterEvent("CSINode", ActionType.UPDATE), _limit_raised),
             ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _freed_volumes),
             ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), _claim_of_pod
+                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), claim_hint(ephemeral=True)
             ),
             ClusterEventWithHint(
                 ClusterEvent("VolumeAttachment", ActionType.DELETE), _attachment_deleted
             ),
         ]
-
-
-def _claim_of_pod(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    m = meta(new) if isinstance(new, Mapping) else {}
-    if m.get("namespace") == pod.namespace and m.get("name") in pod.pvc_names:
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
 
 
 def _limit_raised(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

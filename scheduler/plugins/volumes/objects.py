@@ -17,7 +17,15 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api import NodeSelector, NodeSet, PodInfo, QuantityError, parse_quantity
+from scheduler.api import (
+    NodeSelector,
+    NodeSet,
+    PodInfo,
+    QuantityError,
+    QueueingHint,
+    parse_quantity,
+)
+from scheduler.api.events import HintFn
 from scheduler.model.selectors import LabelSelector, SelectorError
 from scheduler.plugins.nodeaffinity import selector_mask
 
@@ -245,3 +253,23 @@ def topology_terms_mask(terms: Any, nodes: NodeSet) -> BoolArray:
 def storage_error(what: str, obj: Obj, err: QuantityError | ValueError) -> str:
     """A per-pod reason for a storage object the scheduler cannot read."""
     return f"{what} {name(obj)!r} is invalid: {err}"
+
+
+def claim_hint(*, ephemeral: bool) -> HintFn:
+    """A queueing hint: the changed claim is one the pod uses.
+
+    With ``ephemeral`` the generic ephemeral volumes' claims count too
+    (VolumeBinding, NodeVolumeLimits); VolumeZone and VolumeRestrictions
+    read ``persistentVolumeClaim`` sources only, as in kube.
+    """
+
+    def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        m = meta(new) if isinstance(new, Mapping) else {}
+        if m.get("namespace") != pod.namespace:
+            return QueueingHint.SKIP
+        claim = m.get("name")
+        if claim in pod.pvc_names and (ephemeral or claim not in pod.ephemeral_pvc_names):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    return hint

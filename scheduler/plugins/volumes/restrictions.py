@@ -33,7 +33,12 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.api.handle import Handle
-from scheduler.plugins.volumes.objects import PVCS, READ_WRITE_ONCE_POD, access_modes, meta
+from scheduler.plugins.volumes.objects import (
+    PVCS,
+    READ_WRITE_ONCE_POD,
+    access_modes,
+    claim_hint,
+)
 
 NAME = "VolumeRestrictions"
 STATE_KEY = "PreFilter" + NAME
@@ -175,16 +180,9 @@ class VolumeRestrictions(Plugin):
             ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _pod_deleted),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
             ClusterEventWithHint(
-                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), _claim_added
+                ClusterEvent("PersistentVolumeClaim", ActionType.ADD), claim_hint(ephemeral=False)
             ),
         ]
-
-
-def _claim_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    m = meta(new) if isinstance(new, Mapping) else {}
-    if m.get("namespace") == pod.namespace and m.get("name") in pod.pvc_names:
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
 
 
 def _pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

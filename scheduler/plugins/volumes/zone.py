@@ -36,8 +36,8 @@ from scheduler.plugins.volumes.objects import (
     STORAGE_CLASSES,
     WAIT_FOR_FIRST_CONSUMER,
     claim_class,
+    claim_hint,
     labels,
-    meta,
     spec,
 )
 
@@ -161,21 +161,13 @@ class VolumeZone(Plugin):
             ),
             ClusterEventWithHint(
                 ClusterEvent("PersistentVolumeClaim", ActionType.ADD | ActionType.UPDATE),
-                _claim_of_pod,
+                claim_hint(ephemeral=False),
             ),
             ClusterEventWithHint(
                 ClusterEvent("PersistentVolume", ActionType.ADD | ActionType.UPDATE),
                 _pv_topology_changed,
             ),
         ]
-
-
-def _claim_of_pod(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-    m = meta(new) if isinstance(new, Mapping) else {}
-    claims = set(pod.pvc_names) - set(pod.ephemeral_pvc_names)
-    if m.get("namespace") == pod.namespace and m.get("name") in claims:
-        return QueueingHint.QUEUE
-    return QueueingHint.SKIP
 
 
 def _wffc_class_added(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
