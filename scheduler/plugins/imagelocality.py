@@ -1,15 +1,28 @@
-"""ImageLocality: prefer nodes that already hold the pod's container images.
+"""ImageLocality: prefer nodes that already hold the pod's images.
 
-Pulling a large image is slow, so kube adds up, for each of the pod's
-(init and regular) containers whose image the node has, the image size scaled
-by how widely it has spread (nodes having it / all nodes; an image on every
-node should not pull every pod to one place), then maps the sum linearly
-between 23 MB and 1000 MB per container onto 0..100.
+Pulling a large image is slow, so kube adds up, for each image of the pod (its
+init and regular containers' images and, since 1.35, its image volumes'
+``image.reference``) that the node has, the image size scaled by how widely it
+has spread (nodes having it / all nodes; an image on every node should not pull
+every pod to one place), then maps the sum linearly between 23 MB and 1000 MB
+per container (image volumes add to the sum, not to the container count) onto
+0..100.
+
+The size and node count are *cluster-wide* per image name, as kube's scheduler
+cache keeps them (``cacheImpl.addNodeImageStates`` / ``removeNodeImageStates``):
+one ``ImageStateSummary`` per name, created with the size reported by the node
+that brought the name into the cluster and shared by every node reporting that
+name later, whatever size they report, until no node reports it any more. A
+node's own ``sizeBytes`` therefore does not matter unless it holds the name
+alone. Names are matched exactly as nodes report them: only the pod's side is
+normalized (``:latest`` added), so ``nginx``, ``nginx:latest`` and
+``docker.io/library/nginx:latest`` in a node's list are three names, each with
+its own holders and size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,14 +30,14 @@ import numpy.typing as npt
 
 from scheduler.api import MAX_NODE_SCORE, CycleState, NodeSet, Plugin, PodInfo, hookimpl
 from scheduler.api.handle import Handle
-from scheduler.plugins._helpers import RowKeyIndex
-from scheduler.state.nodetable import NodeTable
+from scheduler.state.nodetable import NodeTable, ParsedNode
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def normalized_image_name(name: str) -> str:
@@ -34,11 +47,133 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-def _node_images(table: NodeTable, row: int) -> Mapping[Hashable, int]:
-    node = table.nodes[row]
-    if node is None:
-        return {}
-    return {name: size for name, size in node.images.items()}
+def reported_images(raw: dict[str, Any]) -> dict[str, int]:
+    """Each name in a node's ``status.images`` with the size of its *first* entry.
+
+    kube walks the list in order and a name already seen keeps its state, so a
+    name listed twice (two entries, two sizes) counts with the first one's size.
+    """
+    out: dict[str, int] = {}
+    for image in (raw.get("status") or {}).get("images") or ():
+        size = int(image.get("sizeBytes") or 0)
+        for name in image.get("names") or ():
+            out.setdefault(str(name), size)
+    return out
+
+
+def pod_image_names(pod: PodInfo) -> Iterator[str]:
+    """The names kube looks up for a pod: its containers' images, then its image volumes'.
+
+    Not deduplicated: two containers with one image count it twice, as in kube.
+    """
+    for image in pod.images:
+        yield normalized_image_name(image)
+    for volume in (pod.raw.get("spec") or {}).get("volumes") or ():
+        source = volume.get("image") if isinstance(volume, dict) else None
+        if isinstance(source, dict):
+            yield normalized_image_name(str(source.get("reference") or ""))
+
+
+class ImageStates:
+    """kube's cluster-wide image states (size and holders per name), kept from the rows.
+
+    The NodeTable bumps ``generation[row]`` on every change of a row, so a
+    refresh looks only at rows whose generation moved. A row whose node
+    object is the same one as before had only its pods change, which does not
+    touch kube's image states, so it is skipped: re-reading it could reset a
+    size kube keeps (the first holder's, after that holder left). A new node
+    object is kube's UpdateNode, remove-then-add: names it dropped lose it as
+    a holder, new names gain it, and a name it keeps is re-created from its
+    current report only if it was the name's sole holder.
+
+    Order: kube applies node events one by one; between two refreshes the table
+    does not say in which order its rows changed. Removals are applied first,
+    then additions in row order; rows are allocated in arrival order, so a
+    cluster loaded from scratch (or nodes added between cycles) gets the same
+    first holder as kube's cache fed by the same watch.
+    """
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._capacity = 0
+        self._generation: IntArray = np.zeros(0, dtype=np.int64)
+        self._row_names: dict[int, dict[str, int]] = {}
+        self._row_node: dict[int, ParsedNode] = {}
+        self.holders: dict[str, BoolArray] = {}
+        self.count: dict[str, int] = {}
+        self.size: dict[str, int] = {}
+
+    def _reset(self, table: NodeTable) -> None:
+        self._table = table
+        self._capacity = table.capacity
+        self._generation = np.full(table.capacity, -1, dtype=np.int64)
+        self._row_names = {}
+        self._row_node = {}
+        self.holders = {}
+        self.count = {}
+        self.size = {}
+
+    def _grow(self, capacity: int) -> None:
+        old = self._capacity
+        generation = np.full(capacity, -1, dtype=np.int64)
+        generation[:old] = self._generation
+        self._generation = generation
+        for name, mask in self.holders.items():
+            bigger = np.zeros(capacity, dtype=np.bool_)
+            bigger[:old] = mask
+            self.holders[name] = bigger
+        self._capacity = capacity
+
+    def refresh(self, table: NodeTable) -> None:
+        """Bring the states up to date with ``table`` (cheap when little changed)."""
+        if self._table is not table:
+            self._reset(table)
+        if table.capacity != self._capacity:
+            self._grow(table.capacity)
+        changed = np.flatnonzero(table.generation != self._generation).tolist()
+        if not changed:
+            return
+        current: dict[int, dict[str, int]] = {}
+        for row in changed:
+            node = table.nodes[row] if table.alive[row] else None
+            if node is not None and node is self._row_node.get(row):
+                # Only its pods changed: kube's image states do not move.
+                self._generation[row] = table.generation[row]
+                continue
+            names = reported_images(node.raw) if node is not None else {}
+            current[row] = names
+            if node is not None:
+                self._row_node[row] = node
+            else:
+                self._row_node.pop(row, None)
+            for name in self._row_names.get(row, {}).keys() - names.keys():
+                self._drop(row, name)
+        for row, names in current.items():
+            old = self._row_names.get(row, {})
+            for name, size in names.items():
+                if name in old:
+                    if self.count[name] == 1:
+                        # Sole holder: kube's remove-then-add re-creates the
+                        # state from this node's current report.
+                        self.size[name] = size
+                    continue
+                if name not in self.size:
+                    self.size[name] = size
+                    self.holders[name] = np.zeros(self._capacity, dtype=np.bool_)
+                    self.count[name] = 0
+                self.holders[name][row] = True
+                self.count[name] += 1
+            if names:
+                self._row_names[row] = names
+            else:
+                self._row_names.pop(row, None)
+            self._generation[row] = table.generation[row]
+
+    def _drop(self, row: int, name: str) -> None:
+        self.holders[name][row] = False
+        self.count[name] -= 1
+        if self.count[name] == 0:
+            del self.holders[name], self.count[name], self.size[name]
 
 
 def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
@@ -63,11 +198,13 @@ def calculate_priority(sum_scores: IntArray, num_containers: int) -> IntArray:
 class ImageLocality(Plugin):
     api_version: ClassVar[str] = "1.1"
     name: ClassVar[str] = "ImageLocality"
-    node_local: ClassVar[bool] = True  # results per node depend on that node only
+    # Results per node depend on the pod's spec, that node's images and the
+    # images of the others (the first holder's size, the holder count): allowed.
+    node_local: ClassVar[bool] = True
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)
-        self._images = RowKeyIndex(_node_images)
+        self._states = ImageStates()
 
     @hookimpl
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray:
@@ -76,16 +213,17 @@ class ImageLocality(Plugin):
         num_containers = len(spec.get("initContainers") or ()) + len(spec.get("containers") or ())
         sums = np.zeros(len(nodes), dtype=np.int64)
         total_nodes = len(table)
-        if pod.images and total_nodes:
-            self._images.refresh(table)
-            for image in pod.images:
-                name = normalized_image_name(image)
-                having = self._images.mask(name)
-                sizes = self._images.values(name)
-                if having is None or sizes is None:
+        names = list(pod_image_names(pod))
+        if names and total_nodes:
+            states = self._states
+            states.refresh(table)
+            for name in names:
+                having = states.holders.get(name)
+                if having is None:
                     continue
-                # The spread counts every node in the cluster, not only the candidates.
-                spread = float(np.count_nonzero(having & table.alive)) / float(total_nodes)
-                scaled = np.trunc(sizes[nodes.rows].astype(np.float64) * spread)
-                sums += scaled.astype(np.int64)
+                # kube's scaledImageScore: float64 size times float64 spread, truncated;
+                # the spread counts every node in the cluster, not only the candidates.
+                spread = float(states.count[name]) / float(total_nodes)
+                scaled = int(float(states.size[name]) * spread)
+                sums += np.where(having[nodes.rows], scaled, 0)
         return calculate_priority(sums, num_containers)

@@ -1,4 +1,6 @@
-"""ImageLocality, with the images and sizes of kube's image_locality_test.go."""
+"""ImageLocality, with the images and sizes of kube's image_locality_test.go, then
+clusters where kube's cluster-wide image states (one size per name, the first
+holder's) differ from a per-node reading, and image volumes."""
 
 from __future__ import annotations
 
@@ -121,3 +123,141 @@ def test_normalized_image_name(name: str, expected: str) -> None:
 
 def test_priority_without_containers_is_zero() -> None:
     assert calculate_priority(np.array([0]), 0).tolist() == [0]
+
+
+# -- kube's cluster-wide image states ---------------------------------------------------
+#
+# Expected values from kube's formula: scaled = int64(float64(size) * holders/total),
+# where size is the size of the node that first reported the name (cacheImpl's
+# imageStates), summed over the pod's images and mapped by
+# 100 * (sum - 23MB) / (1000MB * containers - 23MB), truncated.
+
+
+def score(table: Any, pod: dict[str, Any]) -> list[int]:
+    plugin = ImageLocality(None, FakeHandle(table))
+    result: list[int] = plugin.score(new_state(), pod_info(pod), table.all_nodes()).tolist()
+    return result
+
+
+def test_first_holder_size_is_shared() -> None:
+    # size 600MB (node0 reported it first), 2 of 3 nodes: 600 * 2/3 = 400MB
+    # -> 100 * (400 - 23) / 977 = 38 on both holders; node1's own 100MB would give
+    # 100 * (66.67 - 23) / 977 = 4.
+    table = make_table(
+        [
+            make_node("node0", images=[(["img:latest"], 600 * MB)]),
+            make_node("node1", images=[(["img:latest"], 100 * MB)]),
+            make_node("node2"),
+        ]
+    )
+    assert score(table, pod_with("img")) == [38, 38, 0]
+
+
+def test_first_holder_size_in_the_other_order() -> None:
+    # size 100MB now (node0 first): 100 * 2/3 = 66.67MB -> 4 on both holders.
+    table = make_table(
+        [
+            make_node("node0", images=[(["img:latest"], 100 * MB)]),
+            make_node("node1", images=[(["img:latest"], 600 * MB)]),
+            make_node("node2"),
+        ]
+    )
+    assert score(table, pod_with("img")) == [4, 4, 0]
+
+
+def test_names_with_and_without_defaults_are_distinct() -> None:
+    # Node names are not normalized: "nginx" (node2) never matches a pod, whose
+    # "nginx" becomes "nginx:latest". "nginx:latest": node0 (500MB, first), node1;
+    # 500 * 2/3 = 333.33MB -> 100 * (333.33 - 23) / 977 = 31 on node0 and node1.
+    # "docker.io/library/nginx:latest": node0 (500MB, first) and node2 -> 31 likewise.
+    table = make_table(
+        [
+            make_node(
+                "node0", images=[(["docker.io/library/nginx:latest", "nginx:latest"], 500 * MB)]
+            ),
+            make_node("node1", images=[(["nginx:latest"], 200 * MB)]),
+            make_node("node2", images=[(["nginx", "docker.io/library/nginx:latest"], 900 * MB)]),
+        ]
+    )
+    assert score(table, pod_with("nginx")) == [31, 31, 0]
+    assert score(table, pod_with("nginx:latest")) == [31, 31, 0]
+    assert score(table, pod_with("docker.io/library/nginx")) == [31, 0, 31]
+
+
+def test_name_listed_twice_on_a_node_keeps_the_first_size() -> None:
+    # "a:latest" first with 50MB: 50MB * 1/1 -> 100 * (50 - 23) / 977 = 2
+    # (the second entry's 800MB would give 79).
+    table = make_table(
+        [make_node("node0", images=[(["a:latest"], 50 * MB), (["a:latest", "a:v1"], 800 * MB)])]
+    )
+    assert score(table, pod_with("a")) == [2]
+
+
+def test_size_stays_when_the_first_holder_leaves() -> None:
+    table = make_table(
+        [
+            make_node("node0", images=[(["img:latest"], 600 * MB)]),
+            make_node("node1", images=[(["img:latest"], 100 * MB)]),
+        ]
+    )
+    plugin = ImageLocality(None, FakeHandle(table))
+    info = pod_info(pod_with("img"))
+    # 600MB * 2/2 -> 100 * (600 - 23) / 977 = 59.
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [59, 59]
+    table.remove_node("node0")
+    # kube drops node0 from the state but keeps its size: 600MB * 1/1 -> 59.
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [59]
+    # A pod bound to node1 does not touch image states: still 59.
+    table.add_pod(pod_info(make_pod(node_name="node1")))
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [59]
+    # A node update is remove-then-add; node1, now the sole holder, re-creates the
+    # state with its own 100MB: 100 * (100 - 23) / 977 = 7.
+    table.upsert_node(make_node("node1", images=[(["img:latest"], 100 * MB)]))
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [7]
+    # node0 comes back with 600MB but node1 holds the name first now: 100MB * 2/2 -> 7.
+    table.upsert_node(make_node("node0", images=[(["img:latest"], 600 * MB)]))
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [7, 7]
+
+
+def test_update_of_a_shared_name_keeps_the_size() -> None:
+    # node1 re-reports "img:latest" with 900MB while node0 (600MB, first) holds it too:
+    # the state survives node1's remove-then-add, 600 * 2/2 -> 59 on both.
+    table = make_table(
+        [
+            make_node("node0", images=[(["img:latest"], 600 * MB)]),
+            make_node("node1", images=[(["img:latest"], 100 * MB)]),
+        ]
+    )
+    plugin = ImageLocality(None, FakeHandle(table))
+    info = pod_info(pod_with("img"))
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [59, 59]
+    table.upsert_node(make_node("node1", images=[(["img:latest"], 900 * MB)]))
+    assert plugin.score(new_state(), info, table.all_nodes()).tolist() == [59, 59]
+
+
+def with_image_volume(pod: dict[str, Any], reference: str) -> dict[str, Any]:
+    pod["spec"]["volumes"] = [{"name": "data", "image": {"reference": reference}}]
+    return pod
+
+
+def test_image_volumes_count() -> None:
+    # "registry.example/data" -> ":latest" added, node0 only (600MB), 1 of 2 nodes:
+    # 300MB; "tools:v2" on both (400MB): 400MB. One container (a volume is not one),
+    # so the upper threshold is 1000MB: node0 100 * (700 - 23) / 977 = 69,
+    # node1 100 * (400 - 23) / 977 = 38. (Counting the volume as a container would
+    # give 100 * (700 - 23) / 1977 = 34 on node0.)
+    table = make_table(
+        [
+            make_node(
+                "node0",
+                images=[(["registry.example/data:latest"], 600 * MB), (["tools:v2"], 400 * MB)],
+            ),
+            make_node("node1", images=[(["tools:v2"], 400 * MB)]),
+        ]
+    )
+    assert score(table, with_image_volume(pod_with("tools:v2"), "registry.example/data")) == [
+        69,
+        38,
+    ]
+    # Only the volume: 300MB -> 100 * (300 - 23) / 977 = 28 on node0.
+    assert score(table, with_image_volume(pod_with("other"), "registry.example/data")) == [28, 0]
