@@ -12,6 +12,8 @@ per problem, each starting with the path of the field at fault.
 from scheduler.config.defaults import (
     DEFAULT_MULTI_POINT,
     KUBE_IN_TREE_PLUGINS,
+    KUBE_PLUGINS,
+    KUBE_VERSION,
     DefaultPlugin,
     default_config_document,
 )
@@ -49,6 +51,8 @@ __all__ = [
     "DEFAULT_SCHEDULER_NAME",
     "KIND",
     "KUBE_IN_TREE_PLUGINS",
+    "KUBE_PLUGINS",
+    "KUBE_VERSION",
     "MULTI_POINT",
     "ClientConnectionConfiguration",
     "DefaultPlugin",

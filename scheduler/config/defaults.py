@@ -1,11 +1,12 @@
 """kube-scheduler's default plugin set, kept as data, and the effective default config.
 
-The defaults are kube-scheduler v1's list (``getDefaultPlugins``), expressed as
-``multiPoint`` entries exactly as kube does, so the precedence rules treat them
-the same way. Plugins of this list that are not installed are dropped from the
-*defaults only* (silently: we do not ship the volume plugins yet, and a user who
-never named them should not be told about them); a plugin the user names that
-is not installed is always an error.
+The defaults are kube-scheduler 1.36's list (``getDefaultPlugins`` with the
+feature gates that are on by default applied), expressed as ``multiPoint``
+entries exactly as kube does, so the precedence rules treat them the same way.
+Plugins of this list that are not installed are dropped from the *defaults
+only* (silently: we do not implement DynamicResources, and a user who never
+named it should not be told about it); a plugin the user enables that is not
+installed is always an error.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MULTI_POINT",
     "KUBE_IN_TREE_PLUGINS",
+    "KUBE_PLUGINS",
+    "KUBE_VERSION",
+    "REMOVED_KUBE_PLUGINS",
     "DefaultPlugin",
     "default_config_document",
     "default_multi_point",
@@ -51,28 +55,75 @@ DEFAULT_MULTI_POINT: tuple[DefaultPlugin, ...] = (
     DefaultPlugin("VolumeZone"),
     DefaultPlugin("PodTopologySpread", 2),
     DefaultPlugin("InterPodAffinity", 2),
+    # applyFeatureGates: DynamicResourceAllocation (GA, locked on) inserts it
+    # just before DefaultPreemption, so that PostFilter frees an idle claim
+    # before it evicts a pod.
+    DefaultPlugin("DynamicResources", 2),
     DefaultPlugin("DefaultPreemption"),
     DefaultPlugin("NodeResourcesBalancedAllocation", 1),
     DefaultPlugin("ImageLocality", 1),
     DefaultPlugin("DefaultBinder"),
+    # applyFeatureGates: NodeDeclaredFeatures (beta, on by default since 1.36)
+    # appends it after the static list. GangScheduling and the
+    # TopologyAwareWorkloadScheduling plugins would follow, but their gates are
+    # alpha and off by default in 1.36.
+    DefaultPlugin("NodeDeclaredFeatures"),
 )
-"""kube-scheduler v1's default plugins, in kube's order, as ``multiPoint`` entries."""
+"""kube-scheduler 1.36's default plugins, in kube's order, as ``multiPoint`` entries."""
 
-KUBE_IN_TREE_PLUGINS: frozenset[str] = frozenset(
-    {p.name for p in DEFAULT_MULTI_POINT}
-    | {
+KUBE_VERSION = "1.36"
+"""The kube-scheduler release whose plugin set and defaults these are."""
+
+KUBE_PLUGINS: frozenset[str] = frozenset(
+    {
+        # pkg/scheduler/framework/plugins/names/names.go of kube 1.36.3, in its order.
+        "PrioritySort",
+        "DefaultBinder",
+        "DefaultPreemption",
         "DynamicResources",
+        "GangScheduling",
+        "ImageLocality",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeDeclaredFeatures",
+        "NodeName",
+        "NodePorts",
+        "NodeResourcesBalancedAllocation",
+        "NodeResourcesFit",
+        "NodeUnschedulable",
+        "NodeVolumeLimits",
+        "PodTopologySpread",
+        "SchedulingGates",
+        "TaintToleration",
+        "VolumeBinding",
+        "VolumeRestrictions",
+        "VolumeZone",
+        "TopologyPlacementGenerator",
+        "PodGroupPodsCount",
+    }
+)
+"""Every plugin kube-scheduler 1.36 registers (its in-tree registry), so that a
+kube 1.36 config naming any of them is understood: disabling one we do not
+install is accepted silently, enabling one is an error that says we do not
+implement it yet."""
+
+REMOVED_KUBE_PLUGINS: frozenset[str] = frozenset(
+    {
         "SelectorSpread",
         "ServiceAffinity",
-        # Removed in v1 but still seen in old configs' disabled lists.
         "AzureDiskLimits",
         "CinderLimits",
         "EBSLimits",
         "GCEPDLimits",
     }
 )
-"""Names of kube-scheduler's own plugins. Disabling one that is not installed is
-accepted (it is not running either way), so kube configs load unchanged."""
+"""Plugins older kube-schedulers had and 1.36 no longer registers. Old configs still
+list them under ``disabled``, which is harmless, so disabling them is accepted."""
+
+KUBE_IN_TREE_PLUGINS: frozenset[str] = KUBE_PLUGINS | REMOVED_KUBE_PLUGINS
+"""Names of kube-scheduler's own plugins, past and present. Disabling one that is
+not installed is accepted (it is not running either way), so kube configs load
+unchanged."""
 
 
 def default_multi_point(installed: Collection[str]) -> tuple[DefaultPlugin, ...]:

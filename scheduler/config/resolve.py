@@ -34,7 +34,13 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from scheduler.config.defaults import KUBE_IN_TREE_PLUGINS, default_multi_point
+from scheduler.config.defaults import (
+    KUBE_IN_TREE_PLUGINS,
+    KUBE_PLUGINS,
+    KUBE_VERSION,
+    REMOVED_KUBE_PLUGINS,
+    default_multi_point,
+)
 from scheduler.config.loading import validation_error_lines
 from scheduler.config.models import (
     HookTimeouts,
@@ -45,6 +51,9 @@ from scheduler.config.models import (
 )
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
 from scheduler.errors import UserError
+from scheduler.observability.logging import get_logger
+
+_log = get_logger("scheduler.config.resolve")
 
 __all__ = [
     "PluginCatalogView",
@@ -104,6 +113,9 @@ class ResolvedProfile:
     """Effective priority of each enabled plugin."""
     timeouts: HookTimeouts
     """Binding-cycle hook time limits, with the profile's overrides applied."""
+    warnings: tuple[str, ...] = ()
+    """Accepted but noteworthy config entries (field path first), e.g. args for a
+    kube-scheduler plugin we do not implement; they are also logged."""
 
     def at(self, point: ExtensionPoint) -> tuple[PluginEntry, ...]:
         """The plugins at ``point``, in run order."""
@@ -145,6 +157,7 @@ class _Resolver:
     catalog: PluginCatalogView
     installed: frozenset[str]
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
     _points: dict[str, frozenset[ExtensionPoint]] = field(default_factory=dict)
 
@@ -167,9 +180,18 @@ class _Resolver:
         return self._points[name]
 
     def not_installed(self, name: str) -> str:
+        if name in KUBE_PLUGINS:
+            # Precise, and nothing to suggest: the user meant kube's plugin.
+            return (
+                f"plugin {name!r} is a kube-scheduler {KUBE_VERSION} plugin that "
+                f"pluggable-scheduler does not implement yet"
+            )
         message = f"plugin {name!r} is not installed"
-        if name in KUBE_IN_TREE_PLUGINS:
-            message += " (a kube-scheduler plugin that pluggable-scheduler does not provide)"
+        if name in REMOVED_KUBE_PLUGINS:
+            message += (
+                f" (a plugin of older kube-schedulers that kube-scheduler {KUBE_VERSION} "
+                f"no longer has either)"
+            )
         choices = sorted(self.installed)
         close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
         if not close:
@@ -329,6 +351,7 @@ class _Resolver:
     ) -> ResolvedProfile | None:
         base = f"profiles[{i}]"
         before = len(self.problems)
+        warnings_before = len(self.warnings)
         names_ok = self.check_names(base, profile)
         multi = self.merged_multi_point(base, profile)
         multi = [e for e in multi if e.name in self.installed]
@@ -395,6 +418,7 @@ class _Resolver:
             plugin_args=plugin_args,
             priorities=priorities,
             timeouts=extensions.timeouts.apply_to(config.pluggable_scheduler.timeouts),
+            warnings=tuple(self.warnings[warnings_before:]),
         )
 
     def resolve_args(
@@ -418,6 +442,14 @@ class _Resolver:
                 )
                 continue
             first[name] = k
+            if name not in self.installed and name in KUBE_PLUGINS:
+                # kube's own dumped configs carry args for its default plugins
+                # (DynamicResourcesArgs ...); the plugin cannot be enabled here,
+                # so its args are unused: load the config, but say so.
+                self.warnings.append(
+                    f"{path}.name: {self.not_installed(name)}; its args are ignored"
+                )
+                continue
             if name not in self.installed:
                 self.problem(f"{path}.name", self.not_installed(name))
                 continue
@@ -496,6 +528,9 @@ def resolve_profiles(
             resolved.append(result)
     if all_resolved and resolved:
         _check_common_queue_sort(config, resolved, resolver.problems)
+    if not resolver.problems:
+        for warning in resolver.warnings:
+            _log.warning("configuration entry ignored", detail=warning)
     if resolver.problems:
         count = len(resolver.problems)
         raise UserError(

@@ -3,7 +3,7 @@
 Resolution talks to installed plugins only through the catalog protocol, so a
 table of names, extension points, args models and priorities is a faithful
 stand-in. The table mirrors kube-scheduler's default plugins (minus the volume
-plugins we do not ship) plus a few third-party style plugins.
+plugins, and DynamicResources, which we do not ship) plus a few third-party style plugins.
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ KUBE_LIKE: dict[str, FakePlugin] = {
     "NodeResourcesBalancedAllocation": _p(P.PRE_SCORE, P.SCORE),
     "ImageLocality": _p(P.SCORE),
     "DefaultBinder": _p(P.BIND),
+    "NodeDeclaredFeatures": _p(P.PRE_FILTER, P.FILTER),
 }
 
 THIRD_PARTY: dict[str, FakePlugin] = {

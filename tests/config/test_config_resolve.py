@@ -55,6 +55,7 @@ DEFAULT_FILTER = [
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",
 ]
 DEFAULT_SCORE = [
     PluginEntry("TaintToleration", 3),
@@ -83,6 +84,7 @@ def test_default_profile_is_kube_default_set_without_uninstalled_plugins() -> No
             "NodeResourcesFit",
             "PodTopologySpread",
             "InterPodAffinity",
+            "NodeDeclaredFeatures",
         ],
         "filter": DEFAULT_FILTER,
         "postFilter": ["DefaultPreemption"],
@@ -360,11 +362,110 @@ def test_unknown_plugin_without_close_match_lists_all_installed() -> None:
     assert "installed plugins: AsyncBinder, Coscheduling," in line
 
 
-def test_user_named_uninstalled_kube_plugin_is_an_error() -> None:
-    (line,) = problems(
-        {"schedulerName": "p", "plugins": {"multiPoint": {"enabled": [{"name": "VolumeBinding"}]}}}
+def not_implemented(name: str) -> str:
+    return (
+        f"plugin {name!r} is a kube-scheduler 1.36 plugin "
+        "that pluggable-scheduler does not implement yet"
     )
-    assert "plugin 'VolumeBinding' is not installed (a kube-scheduler plugin" in line
+
+
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [
+        ("multiPoint", "VolumeBinding"),
+        ("multiPoint", "DynamicResources"),
+        ("multiPoint", "GangScheduling"),
+        ("preFilter", "DynamicResources"),
+        ("filter", "TopologyPlacementGenerator"),
+        ("score", "PodGroupPodsCount"),
+        ("permit", "GangScheduling"),
+    ],
+)
+def test_enabling_a_kube_plugin_we_do_not_implement_says_so(key: str, name: str) -> None:
+    lines = problems(
+        {
+            "schedulerName": "p",
+            "plugins": {key: {"enabled": [{"name": "Everything"}, {"name": name}]}},
+        }
+    )
+    assert lines == [f"profiles[0].plugins.{key}.enabled[1].name: {not_implemented(name)}"]
+
+
+# kube 1.36's names.go, every one of them.
+KUBE_136_PLUGINS = [
+    "PrioritySort",
+    "DefaultBinder",
+    "DefaultPreemption",
+    "DynamicResources",
+    "GangScheduling",
+    "ImageLocality",
+    "InterPodAffinity",
+    "NodeAffinity",
+    "NodeDeclaredFeatures",
+    "NodeName",
+    "NodePorts",
+    "NodeResourcesBalancedAllocation",
+    "NodeResourcesFit",
+    "NodeUnschedulable",
+    "NodeVolumeLimits",
+    "PodTopologySpread",
+    "SchedulingGates",
+    "TaintToleration",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
+    "TopologyPlacementGenerator",
+    "PodGroupPodsCount",
+]
+
+
+@pytest.mark.parametrize("key", ["multiPoint", "preFilter", "filter", "score", "permit"])
+def test_disabling_every_kube_136_plugin_is_accepted(key: str) -> None:
+    disabled = [{"name": n} for n in KUBE_136_PLUGINS]
+    if key == "multiPoint":
+        # keep the profile valid: one QueueSort and one Bind plugin must remain
+        disabled = [d for d in disabled if d["name"] not in ("PrioritySort", "DefaultBinder")]
+    profile = one({key: {"disabled": disabled}})
+    assert profile.scheduler_name == "p"
+
+
+def test_default_multi_point_is_kube_136s_order() -> None:
+    from scheduler.config import DEFAULT_MULTI_POINT
+
+    assert [(p.name, p.weight) for p in DEFAULT_MULTI_POINT][-7:] == [
+        ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
+        ("DefaultPreemption", None),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("DefaultBinder", None),
+        ("NodeDeclaredFeatures", None),
+    ]
+
+
+def test_kube_plugin_set_is_kube_136s() -> None:
+    from scheduler.config import KUBE_PLUGINS
+
+    assert sorted(KUBE_PLUGINS) == sorted(KUBE_136_PLUGINS)
+
+
+def test_enabling_a_removed_kube_plugin_is_an_error() -> None:
+    (line,) = problems(
+        {"schedulerName": "p", "plugins": {"multiPoint": {"enabled": [{"name": "SelectorSpread"}]}}}
+    )
+    assert line.startswith(
+        "profiles[0].plugins.multiPoint.enabled[0].name: plugin 'SelectorSpread' is not installed "
+        "(a plugin of older kube-schedulers that kube-scheduler 1.36 no longer has either)"
+    )
+
+
+def test_priority_for_a_kube_plugin_we_do_not_implement_says_so() -> None:
+    assert problems(
+        {"schedulerName": "p", "pluggableScheduler": {"pluginPriorities": {"GangScheduling": 3}}}
+    ) == [
+        "profiles[0].pluggableScheduler.pluginPriorities.GangScheduling: "
+        + not_implemented("GangScheduling")
+    ]
 
 
 def test_disabling_an_unknown_non_kube_plugin_is_an_error() -> None:
@@ -625,12 +726,26 @@ def test_plugin_config_for_installed_but_not_enabled_plugin_is_allowed_and_valid
 
 
 def test_plugin_config_for_uninstalled_plugin_is_an_error() -> None:
-    (line,) = problems(
-        {"schedulerName": "a", "pluginConfig": [{"name": "VolumeBinding", "args": {}}]}
+    (line,) = problems({"schedulerName": "a", "pluginConfig": [{"name": "GpuBinPak", "args": {}}]})
+    assert line.startswith("profiles[0].pluginConfig[0].name: plugin 'GpuBinPak' is not installed")
+
+
+def test_plugin_config_for_a_kube_plugin_we_do_not_implement_is_ignored_with_a_warning() -> None:
+    """kube's own effective configs carry DynamicResourcesArgs; they must load."""
+    profile = one(
+        {},
+        pluginConfig=[
+            {"name": "DynamicResources", "args": {"filterTimeout": "10s"}},
+            {"name": "ImageLocality", "args": {}},
+        ],
     )
-    assert line.startswith(
-        "profiles[0].pluginConfig[0].name: plugin 'VolumeBinding' is not installed"
+    assert "DynamicResources" not in profile.plugin_args
+    assert "DynamicResources" not in profile.enabled_plugins
+    assert profile.warnings == (
+        f"profiles[0].pluginConfig[0].name: {not_implemented('DynamicResources')}; "
+        "its args are ignored",
     )
+    assert one({}).warnings == ()
 
 
 def test_args_for_plugin_without_args_model() -> None:
@@ -721,3 +836,15 @@ def test_catalog_with_custom_table() -> None:
         catalog=catalog,
     )
     assert names(profile) == {"queueSort": ["Sort"], "score": ["ImageLocality"], "bind": ["Bind"]}
+
+
+def test_installed_default_profile_is_kube_136s_with_node_declared_features_last() -> None:
+    """The real catalog: kube 1.36 appends NodeDeclaredFeatures after the static list."""
+    from scheduler.framework.loader import PluginCatalog
+
+    (profile,) = resolve_profiles(load_config(doc()), PluginCatalog.discover())
+    assert profile.names_at(P.PRE_FILTER)[-1] == "NodeDeclaredFeatures"
+    assert profile.names_at(P.FILTER)[-1] == "NodeDeclaredFeatures"
+    assert "NodeDeclaredFeatures" not in profile.names_at(P.SCORE)
+    assert "DynamicResources" not in profile.enabled_plugins
+    assert profile.warnings == ()
