@@ -391,7 +391,10 @@ class SchedulerProfile(_ConfigModel):
         default=None,
         ge=0,
         le=100,
-        description="Overrides the top-level percentageOfNodesToScore for this profile.",
+        description="Overrides the top-level percentageOfNodesToScore for this profile; "
+        "unset uses the top-level value. An explicit 0 here scores every feasible node "
+        "even when the top-level value is positive (in kube-scheduler a profile's 0 "
+        "means adaptive).",
     )
     plugins: Plugins = Field(
         default_factory=Plugins,
@@ -434,8 +437,17 @@ class SchedulerConfiguration(_ConfigModel):
         default=0,
         ge=0,
         le=100,
-        description="Stop looking for feasible nodes once this percentage of all nodes "
-        "was found feasible; 0 means adaptive (50% down to 5% as the cluster grows).",
+        description="How many feasible nodes to score. 0 (the default) scores every "
+        "feasible node, after filtering every node; there is no adaptive percentage. "
+        "A positive value p (here, or per profile) applies kube-scheduler's "
+        "sample size: every node is still filtered, then the feasible nodes are cut to "
+        "`max(N * p / 100, 100)` for a cluster of N nodes (no cut when N < 100 or p is "
+        "100), "
+        "taken round-robin from a start that moves on every cycle, and only those are "
+        "scored; this also turns off the reuse of results across identical pods. "
+        "kube-scheduler differs: it stops filtering as soon as it has found that many "
+        "feasible nodes, and 0 or unset means adaptive there, "
+        "`max(5, 50 - N / 125)` percent of the nodes, at least 100.",
     )
     pod_initial_backoff_seconds: int = Field(
         default=1, gt=0, description="Initial backoff of a pod that failed to schedule."

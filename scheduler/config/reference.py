@@ -38,7 +38,11 @@ _INTRO: Final = """\
 
 The config file is a kube-scheduler `KubeSchedulerConfiguration`
 (`apiVersion: kubescheduler.config.k8s.io/v1`), YAML or JSON. An existing
-kube-scheduler config that only names installed plugins loads unchanged.
+kube-scheduler 1.36 config loads unchanged unless it enables a plugin that is
+not installed: enabling one of kube's plugins that pluggable-scheduler does
+not implement yet (such as `DynamicResources` or `GangScheduling`) is an
+error that says so, while disabling it is accepted and its `pluginConfig` is
+ignored with a warning.
 pluggable-scheduler's own settings live under `pluggableScheduler`, at the top
 level and per profile, so they can never collide with a future kube field.
 

@@ -104,7 +104,8 @@ class ResolvedProfile:
 
     scheduler_name: str
     percentage_of_nodes_to_score: int
-    """Profile value, else the top-level one; 0 means adaptive."""
+    """Profile value, else the top-level one; 0 means every feasible node is scored
+    (not kube's adaptive percentage), a positive value samples them as kube does."""
     plugins: Mapping[ExtensionPoint, tuple[PluginEntry, ...]]
     """Every extension point (all keys present), plugins in run order."""
     plugin_args: Mapping[str, BaseModel]

@@ -848,3 +848,19 @@ def test_installed_default_profile_is_kube_136s_with_node_declared_features_last
     assert "NodeDeclaredFeatures" not in profile.names_at(P.SCORE)
     assert "DynamicResources" not in profile.enabled_plugins
     assert profile.warnings == ()
+
+
+def test_profile_percentage_zero_overrides_a_positive_top_level_value() -> None:
+    """As documented: unset takes the top-level value, an explicit 0 scores every node."""
+    explicit_zero, unset = resolve_profiles(
+        load_config(
+            doc(
+                {"schedulerName": "a", "percentageOfNodesToScore": 0},
+                {"schedulerName": "b"},
+                percentageOfNodesToScore=30,
+            )
+        ),
+        FakeCatalog(),
+    )
+    assert explicit_zero.percentage_of_nodes_to_score == 0
+    assert unset.percentage_of_nodes_to_score == 30
