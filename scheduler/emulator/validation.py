@@ -1142,14 +1142,14 @@ def storage_class(obj: Obj) -> list[Cause]:
 
 
 def storage_class_update(old: Obj, new: Obj) -> list[Cause]:
-    """ValidateStorageClassUpdate (kube validates only the immutable fields on update)."""
+    """ValidateStorageClassUpdate: kube 1.36 checks the four fields as immutable fields."""
     causes: list[Cause] = []
     if (old.get("parameters") or {}) != (new.get("parameters") or {}):
-        causes.append(forbidden("parameters", "updates to parameters are forbidden."))
+        causes.append(_immutable("parameters", new.get("parameters")))
     if old.get("provisioner") != new.get("provisioner"):
-        causes.append(forbidden("provisioner", "updates to provisioner are forbidden."))
+        causes.append(_immutable("provisioner", new.get("provisioner")))
     if old.get("reclaimPolicy") != new.get("reclaimPolicy"):
-        causes.append(forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."))
+        causes.append(_immutable("reclaimPolicy", new.get("reclaimPolicy")))
     if old.get("volumeBindingMode") != new.get("volumeBindingMode"):
         causes.append(_immutable("volumeBindingMode", new.get("volumeBindingMode")))
     return causes

@@ -607,8 +607,8 @@ async def test_storage_class_binding_mode_and_provisioner_are_immutable(
         assert status == 422
         assert (
             "provisioner",
-            "FieldValueForbidden",
-            "Forbidden: updates to provisioner are forbidden.",
+            "FieldValueInvalid",
+            'Invalid value: "other.example.com": field is immutable',
         ) in causes(answer)
 
         def label(sc: Obj) -> None:
