@@ -29,6 +29,8 @@ class ActionType(enum.IntFlag):
     UPDATE_POD_TOLERATION = enum.auto()
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
     UPDATE_OTHER = enum.auto()
+    #: A node's ``status.declaredFeatures`` changed (kube 1.36's UpdateNodeDeclaredFeature).
+    UPDATE_NODE_DECLARED_FEATURE = enum.auto()
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -40,6 +42,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_OTHER
+        | UPDATE_NODE_DECLARED_FEATURE
     )
     ALL = ADD | DELETE | UPDATE
 

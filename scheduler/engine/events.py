@@ -33,6 +33,8 @@ def node_update_event(old: dict[str, Any], new: dict[str, Any]) -> ClusterEvent 
         action |= ActionType.UPDATE_NODE_ANNOTATION
     if old_status.get("images") != new_status.get("images"):
         action |= ActionType.UPDATE_OTHER
+    if old_status.get("declaredFeatures") != new_status.get("declaredFeatures"):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     if not action:
         return None
     return ClusterEvent(Resource.NODE, action)
