@@ -728,9 +728,26 @@ def _image_locality() -> Scenario:
     big = "registry.example/app/big:1.0"
     mid = "registry.example/app/mid"
     small = "registry.example/app/small:2"
+    models = "registry.example/vol/models:v3"
+    tools = "registry.example/vol/tools"
+    # imgs-*: kube's scheduler cache keeps one size per image name, the size
+    # reported by the node that brought the name in (nodes are created in list
+    # order, which is also name order, the order of the LIST our side reads).
+    # Node names are not normalized: "webx" (no tag) never matches a pod, whose
+    # "webx" is looked up as "webx:latest"; "docker.io/library/webx:latest" is a
+    # name of its own. 12 nodes; one container maps 100 * (MB - 23) / 977, two
+    # 100 * (MB - 23) / 1977:
+    # - "webx:latest": imgs-1 (1800MB, first), imgs-2 -> 1800 * 2/12 = 300MB;
+    # - "docker.io/library/webx:latest": imgs-1 (1800MB, first), imgs-3 -> 300MB;
+    # - "dbx:1.0": imgs-2 (1600MB, its first entry; its second says 50MB), imgs-4,
+    #   imgs-5 -> 1600 * 3/12 = 400MB;
+    # - image volumes (kube 1.36 adds spec.volumes[].image.reference, normalized,
+    #   to the sum but not to the container count): models imgs-1 (1500MB, first),
+    #   imgs-2 -> 250MB; tools (":latest" added) imgs-3, imgs-6 (900MB) -> 150MB.
     return Scenario(
         "image-locality",
-        "image sizes scaled by spread, one image used by two containers",
+        "image sizes scaled by spread, one image used by two containers; one size per "
+        "image name (the first node's), names with and without registry/tag, image volumes",
         nodes=[
             node("img-1", images=[([big], 800 * MB), ([f"{mid}:latest"], 300 * MB)]),
             node("img-2", images=[([big, "registry.example/app/big@sha256:aa"], 800 * MB)]),
@@ -738,6 +755,33 @@ def _image_locality() -> Scenario:
             node("img-4", images=[([small], 30 * MB)]),
             node("img-5"),
             node("img-6", images=[([f"{mid}:latest"], 300 * MB)]),
+            node(
+                "imgs-1",
+                images=[
+                    (["docker.io/library/webx:latest", "webx:latest"], 1800 * MB),
+                    ([models], 1500 * MB),
+                ],
+            ),
+            node(
+                "imgs-2",
+                images=[
+                    (["webx:latest"], 150 * MB),
+                    (["dbx:1.0"], 1600 * MB),
+                    (["dbx:1.0", "dbx:stable"], 50 * MB),
+                    ([models], 200 * MB),
+                ],
+            ),
+            node(
+                "imgs-3",
+                images=[
+                    (["webx"], 700 * MB),
+                    (["docker.io/library/webx:latest"], 200 * MB),
+                    ([f"{tools}:latest"], 900 * MB),
+                ],
+            ),
+            node("imgs-4", images=[(["dbx:1.0"], 100 * MB)]),
+            node("imgs-5", images=[(["dbx:1.0", "docker.io/library/dbx:1.0"], 400 * MB)]),
+            node("imgs-6", images=[([f"{tools}:latest"], 300 * MB)]),
         ],
         steps=[
             Step(
@@ -751,77 +795,21 @@ def _image_locality() -> Scenario:
                 )
             ),
             Step(pod("small", containers=[container("a", image=small)])),
-        ],
-    )
-
-
-def _image_states() -> Scenario:
-    # kube's scheduler cache keeps one size per image name: the size reported by
-    # the node that brought the name in (nodes are created in name order, which
-    # is also the order the harness's LIST gives our side). Node names are not
-    # normalized: "webx" (no tag) never matches a pod, whose "webx" is looked up
-    # as "webx:latest"; "docker.io/library/webx:latest" is a name of its own.
-    # 6 nodes. "webx:latest": is-1 (600MB, first), is-2 -> 600 * 2/6 = 200MB.
-    # "docker.io/library/webx:latest": is-1 (600MB, first), is-3 -> 200MB.
-    # "dbx:1.0": is-2 (900MB: its first entry; the second says 50MB), is-4, is-5
-    # -> 900 * 3/6 = 450MB. One container: 100 * (MB - 23) / 977; two: / 1977.
-    return Scenario(
-        "image-states",
-        "one size per image name (the first node's), names with and without registry/tag",
-        nodes=[
-            node("is-1", images=[(["docker.io/library/webx:latest", "webx:latest"], 600 * MB)]),
-            node(
-                "is-2",
-                images=[
-                    (["webx:latest"], 150 * MB),
-                    (["dbx:1.0"], 900 * MB),
-                    (["dbx:1.0", "dbx:stable"], 50 * MB),
-                ],
-            ),
-            node(
-                "is-3", images=[(["webx"], 700 * MB), (["docker.io/library/webx:latest"], 200 * MB)]
-            ),
-            node("is-4", images=[(["dbx:1.0"], 100 * MB)]),
-            node("is-5", images=[(["dbx:1.0", "docker.io/library/dbx:1.0"], 400 * MB)]),
-            node("is-6"),
-        ],
-        steps=[
-            # is-1, is-2: 200MB -> 18 (is-2's own 150MB would give 2).
+            # imgs-1, imgs-2: 300MB -> 28 (imgs-2's own 150MB would give 0).
             Step(pod("web", containers=[container("a", image="webx")])),
-            # is-1, is-3: 200MB -> 18 (is-3's own 200MB would give 4).
+            # imgs-1, imgs-3: 300MB -> 28 (imgs-3's own 200MB would give 1).
             Step(pod("web-full", containers=[container("a", image="docker.io/library/webx")])),
-            # is-2, is-4, is-5: 450MB -> 43 (is-4's own 100MB would give 2).
+            # imgs-2, imgs-4, imgs-5: 400MB -> 38 (imgs-5's own 400MB would give 7).
             Step(pod("db", containers=[container("a", image="dbx:1.0")])),
-            # Two containers: is-1 200MB -> 8; is-2 650MB -> 31; is-4, is-5 450MB -> 21.
+            # imgs-1 300MB -> 14; imgs-2 700MB -> 34; imgs-4, imgs-5 400MB -> 19.
             Step(
                 pod(
                     "web-db",
                     containers=[container("a", image="webx"), container("b", image="dbx:1.0")],
                 )
             ),
-        ],
-    )
-
-
-def _image_volumes() -> Scenario:
-    # kube 1.36 adds the pod's image volumes (spec.volumes[].image.reference,
-    # normalized like container images) to the sum, not to the container count.
-    # "registry.example/vol/models:v3": iv-1 (700MB, first), iv-2 -> 700 * 2/4 = 350MB;
-    # "registry.example/vol/tools:latest": iv-1, iv-3 (300MB) -> 150MB.
-    models = "registry.example/vol/models:v3"
-    tools = "registry.example/vol/tools"
-    return Scenario(
-        "image-volumes",
-        "image volumes' references count toward ImageLocality",
-        nodes=[
-            node("iv-1", images=[([models], 700 * MB), ([f"{tools}:latest"], 300 * MB)]),
-            node("iv-2", images=[([models], 200 * MB)]),
-            node("iv-3", images=[([f"{tools}:latest"], 300 * MB)]),
-            node("iv-4"),
-        ],
-        steps=[
-            # One container (pause, on no node): iv-1 500MB -> 48, iv-2 350MB -> 33,
-            # iv-3 150MB -> 12.
+            # One container (pause, on no node): imgs-1, imgs-2 250MB -> 23; imgs-3,
+            # imgs-6 150MB -> 12.
             Step(
                 pod(
                     "reader",
@@ -831,8 +819,8 @@ def _image_volumes() -> Scenario:
                     ],
                 )
             ),
-            # The same image as a container and a volume counts twice: iv-1, iv-2
-            # 700MB -> 69.
+            # The same image as a container and as a volume counts twice: imgs-1,
+            # imgs-2 500MB -> 48.
             Step(
                 pod(
                     "model-server",
@@ -1161,8 +1149,6 @@ SCENARIOS: list[Scenario] = [
     _pod_anti_affinity(),
     _existing_anti_affinity(),
     _image_locality(),
-    _image_states(),
-    _image_volumes(),
     _fits_nowhere(),
     _pod_level_resources(),
     _spread_edge_cases(),
