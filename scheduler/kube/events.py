@@ -259,13 +259,15 @@ class EventRecorder:
                 self.failed += 1
                 log.warning(
                     "event not recorded",
-                    event=f"{series.namespace}/{series.name}",
+                    event_object=f"{series.namespace}/{series.name}",
                     reason=series.body.get("reason"),
                     error=str(error),
                 )
             except Exception:
                 self.failed += 1
-                log.exception("event not recorded", event=f"{series.namespace}/{series.name}")
+                log.exception(
+                    "event not recorded", event_object=f"{series.namespace}/{series.name}"
+                )
 
     async def _send(self, series: _Series) -> None:
         count = series.count

@@ -216,3 +216,18 @@ def test_object_reference_defaults() -> None:
     }
     ref = {"kind": "Pod", "name": "p", "namespace": "ns", "uid": "u"}
     assert object_reference(ref) == ref
+
+
+async def test_an_event_the_api_server_refuses_is_counted_and_logged_not_raised(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    target = await created_pod(client, "refused")
+    emulator.faults.fail(403, verb="create", resource="events", count=None)
+    recorder = EventRecorder(client, reporting_instance="sched-1")
+    try:
+        recorder.record(target, "Normal", "Scheduled", "assigned", "Binding")
+        await flushed(recorder)
+        assert recorder.failed == 1 and recorder.created == 0
+    finally:
+        emulator.faults.clear()
+        await recorder.close()
