@@ -15,7 +15,7 @@ import gc
 import os
 import signal
 import socket
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 import structlog
@@ -66,6 +66,9 @@ log = structlog.get_logger("scheduler.daemon")
 
 EXIT_OK = 0
 EXIT_LOST_LEASE = 1
+
+#: Seconds a graceful stop waits to release the lease before leaving it to expire.
+RELEASE_WITHIN = 2.0
 
 # kube-scheduler's pod informer: terminal pods hold no resources.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -482,8 +485,39 @@ class Daemon:
             await asyncio.sleep(LEFTOVER_FLUSH_INTERVAL)
             self.queue.flush_unschedulable_leftover()
 
+    def _lease_lost_now(self) -> None:
+        """The elector just learned the lease is gone: stop taking pods at once.
+
+        Called synchronously from inside the elector, before it unwinds (which
+        awaits, letting binding tasks run): from here on the scheduling loop
+        takes no pod and no binding is sent (the bind gate also asks the
+        elector); ``_lost_lease`` then ends the process.
+        """
+        self.scheduler.stop_taking_pods()
+
     def request_stop(self) -> None:
         self._stop.set()
+
+    async def _unless_stopped(self, coro: Coroutine[Any, Any, None]) -> bool:
+        """Run ``coro`` unless a stop comes first; True if it finished.
+
+        A start-up step that waits on the API server (the first lists) would
+        otherwise keep ``run`` from ever reaching its wait for the stop, and
+        the signal handler's request would go unheard until the API answers.
+        """
+        step = asyncio.ensure_future(coro)
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({step, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not step.done():
+                step.cancel()
+                await asyncio.wait({step})
+        if step.cancelled():
+            return False
+        step.result()  # a failed step fails the start-up, as before
+        return True
 
     async def run(self, *, install_signal_handlers: bool = True) -> int:
         """Run until :meth:`request_stop` (or SIGTERM/SIGINT); returns the exit code.
@@ -507,8 +541,11 @@ class Daemon:
             le = self.config.leader_election
             # delayCacheUntilActive: a standby does not list and watch until it
             # leads (less API load, a slower takeover), as in kube-scheduler.
-            if not (le.leader_elect and self.config.delay_cache_until_active):
-                await self._sync_caches()
+            # Raced against a stop: with an API server that never answers the
+            # lists, a SIGTERM must still end the process.
+            warm = not (le.leader_elect and self.config.delay_cache_until_active)
+            if warm and not await self._unless_stopped(self._sync_caches()):
+                return self.exit_code
             self._start(self._flush_leftovers(), "leftover flush")
             if le.leader_elect:
                 elector = LeaderElector(
@@ -521,7 +558,9 @@ class Daemon:
                     retry_period=le.retry_period,
                     # Released explicitly on a graceful stop only (see run()).
                     release_on_cancel=False,
+                    on_lost=self._lease_lost_now,
                 )
+                self.scheduler.may_bind = lambda: elector is not None and elector.holds_lease
                 self._start(elector.run(self._lead, self._lost_lease), "leader election")
             else:
                 self._scheduler_task = self._start(self._lead(), "scheduling loop")
@@ -540,9 +579,13 @@ class Daemon:
         # Without the lease (or when dying) another replica may be deciding now:
         # stop binding at once instead of finishing in-flight pods.
         await self.scheduler.drain(grace=30.0 if graceful else 0.0)
-        if elector is not None and graceful:
+        if elector is not None and graceful and elector.is_leader:
+            # Bounded: with an API server that stopped answering, the release
+            # (and the renewal holding the elector's lock) would otherwise hold
+            # the stop up for a request timeout; the lease then simply expires.
             with contextlib.suppress(Exception):
-                await elector.release()
+                async with asyncio.timeout(RELEASE_WITHIN):
+                    await elector.release()
         for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:
             informer.stop()
         for task in self._tasks:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,6 +136,10 @@ class Scheduler:
         self._binding_tasks: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = False
+        #: Asked right before every PreBind and Bind: False once this replica
+        #: may no longer act for the cluster (it lost, or may have lost, the
+        #: lease). The daemon sets it when leader election is on.
+        self.may_bind: Callable[[], bool] = lambda: True
         self.scheduled = 0
         self.attempts = 0
 
@@ -154,6 +158,15 @@ class Scheduler:
                 self.queue.requeue_error(info)
             # Let informers and binding tasks run between decisions.
             await asyncio.sleep(0)
+
+    def stop_taking_pods(self) -> None:
+        """End the loop now (leadership lost): no further pod is taken from the queue.
+
+        Synchronous, so it takes effect before anything else runs; in-flight
+        binding cycles are stopped by ``may_bind`` and cancelled by ``drain``.
+        """
+        self._stopping = True
+        self.queue.close()
 
     @property
     def busy(self) -> bool:
@@ -323,10 +336,18 @@ class Scheduler:
                     if not status.is_success():
                         self._binding_failed(profile, state, info, node, status, start)
                         return
+                if not self.may_bind():
+                    self._not_leading(profile, state, info, node)
+                    return
                 status = await framework.run_pre_bind(state, pod, node)
                 if status.is_success():
                     status = self._still_bindable(pod, node)
                 if status.is_success():
+                    # Right before the POST: PreBind (and a Permit wait) may
+                    # have taken long enough for the lease to be lost.
+                    if not self.may_bind():
+                        self._not_leading(profile, state, info, node)
+                        return
                     status = await framework.run_bind(state, pod, node)
                 if not status.is_success():
                     if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
@@ -381,6 +402,21 @@ class Scheduler:
             return Status(Code.SKIP, (f'pod is already assigned to node "{placed_on}"',))
         # Forgotten without a placement: the node went away (cache.remove_node).
         return Status(Code.UNSCHEDULABLE, (f'node "{node}" was deleted',))
+
+    def _not_leading(
+        self, profile: Profile, state: CycleState, info: QueuedPodInfo, node: str
+    ) -> None:
+        """Roll back a binding this replica may no longer make (the lease is not ours).
+
+        No event and no status patch: those are the leader's to write. The pod
+        goes back to the queue in case the lease turns out ours after all
+        (a renewal that was only late); otherwise the process exits.
+        """
+        pod = info.pod
+        profile.framework.run_unreserve(state, pod, node)
+        self.cache.forget(pod.key)
+        self.queue.requeue_error(info)
+        log.warning("binding withheld: not holding the lease", pod=pod.key, node=node)
 
     def _dropped(
         self, profile: Profile, state: CycleState, info: QueuedPodInfo, node: str, why: str

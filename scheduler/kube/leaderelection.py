@@ -13,6 +13,8 @@ kube-scheduler (or any client-go elector) sharing a lease agree:
   two racing candidates exactly one wins and the other gets 409;
 - the leader renews every ``retry_period``; if it cannot renew for
   ``renew_deadline`` it stops leading (kube-scheduler then exits);
+- a leader that sees another holder on the lease stops leading at once
+  (client-go keeps retrying until renewDeadline; we know it is lost);
 - a free lease (empty holder, e.g. released on graceful shutdown with
   ``leaseDurationSeconds: 1``) is taken at once, bumping ``leaseTransitions``.
 """
@@ -75,6 +77,7 @@ class LeaderElector:
         renew_deadline: float,
         retry_period: float,
         release_on_cancel: bool = True,
+        on_lost: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not identity:
@@ -97,6 +100,7 @@ class LeaderElector:
         self.renew_deadline = float(renew_deadline)
         self.retry_period = float(retry_period)
         self.release_on_cancel = release_on_cancel
+        self._on_lost = on_lost
         self._clock = clock
         self.path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
@@ -104,6 +108,7 @@ class LeaderElector:
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_time = 0.0
         self._is_leader = False
+        self._renewed_at = -math.inf
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
 
@@ -112,6 +117,18 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         return self._is_leader
+
+    @property
+    def holds_lease(self) -> bool:
+        """Whether we lead *and* renewed the lease less than renew_deadline ago (local clock).
+
+        ``is_leader`` only turns False once the elector runs and notices; a
+        process whose event loop was stalled (a plugin blocking it) resumes
+        with tasks that may act before the elector gets to run. Acting (e.g.
+        binding) is safe only while no standby can have taken the lease over,
+        which this bounds with the same margin client-go gives renewals.
+        """
+        return self._is_leader and self._clock() - self._renewed_at < self.renew_deadline
 
     @property
     def leader(self) -> str:
@@ -152,6 +169,8 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         now = micro_time()
+        # When the request starts: the lease is valid from no earlier than this.
+        started = self._clock()
         cached = self._lease
         if self._is_leader and cached is not None and self._valid(cached):
             # Fast path: renew on the version we wrote last, skipping the GET.
@@ -163,6 +182,7 @@ class LeaderElector:
             )
             try:
                 self._observe(await self._update(cached, spec))
+                self._renewed_at = started
                 return True
             except ApiError as error:
                 log.info(
@@ -173,7 +193,7 @@ class LeaderElector:
         try:
             current = await self.client.get(self.path)
         except NotFound:
-            return await self._create(now)
+            return await self._create(now, started)
         except ApiError as error:
             log.warning(
                 "cannot read lease", lease=f"{self.namespace}/{self.name}", error=str(error)
@@ -202,10 +222,11 @@ class LeaderElector:
             log.info("lease update lost", lease=f"{self.namespace}/{self.name}", error=str(error))
             return False
         self._observe(updated)
+        self._renewed_at = started
         self._set_leader(True)
         return True
 
-    async def _create(self, now: str) -> bool:
+    async def _create(self, now: str, started: float) -> bool:
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -224,6 +245,7 @@ class LeaderElector:
             log.info("lease create lost", lease=f"{self.namespace}/{self.name}", error=str(error))
             return False
         self._observe(created)
+        self._renewed_at = started
         self._set_leader(True)
         return True
 
@@ -243,13 +265,19 @@ class LeaderElector:
         return updated
 
     def _set_leader(self, leading: bool) -> None:
-        if leading != self._is_leader:
+        was_leading = self._is_leader
+        if leading != was_leading:
             log.info(
                 "leadership " + ("acquired" if leading else "lost"),
                 lease=f"{self.namespace}/{self.name}",
                 identity=self.identity,
             )
         self._is_leader = leading
+        if was_leading and not leading and self._on_lost is not None:
+            # Synchronously, before any await: unwinding the leading task
+            # yields to the event loop, and whatever runs meanwhile (a binding)
+            # must already know.
+            self._on_lost()
 
     # -- loops -------------------------------------------------------------------
 
@@ -288,6 +316,16 @@ class LeaderElector:
                 except TimeoutError:
                     break
                 if self._stop.is_set():
+                    return
+                if not renewed and not self._is_leader:
+                    # Another holder is on the lease: it is lost now, not at
+                    # the renew deadline (kube-scheduler kept acting meanwhile).
+                    log.error(
+                        "lease taken by another holder",
+                        lease=f"{self.namespace}/{self.name}",
+                        identity=self.identity,
+                        holder=self.leader,
+                    )
                     return
                 if not renewed and await self._pause(
                     min(self.retry_period, deadline - self._clock())
