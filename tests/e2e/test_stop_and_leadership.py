@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import scheduler_config, wait_until
+from scheduler.emulator import EmulatorServer
+from scheduler.kube.leaderelection import micro_time
+from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 #: How long a stop may take: the daemon's bounded shutdown steps plus interpreter exit.
 STOP_WITHIN = 5.0
@@ -134,3 +136,117 @@ async def test_signal_stops_a_daemon_whose_api_never_answers(
                     await proc.wait()
     assert code == 0, log_file.read_text()[-3000:]
     assert took < STOP_WITHIN
+
+
+def lease_path(cluster: Cluster) -> str:
+    return f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/test-lease"
+
+
+async def take_lease(cluster: Cluster) -> None:
+    """Another party writes itself onto the Lease (as a partitioned leader would see it)."""
+    lease: dict[str, Any] = await cluster.client.get(lease_path(cluster))
+    now = micro_time()
+    lease["spec"].update(
+        holderIdentity="intruder", renewTime=now, acquireTime=now, leaseDurationSeconds=60
+    )
+    await cluster.client.request("PUT", lease_path(cluster), body=lease)
+
+
+def fail_renewals(cluster: Cluster) -> None:
+    """Every lease write fails from now on: the leader cannot renew past renewDeadline."""
+    cluster.emulator.faults.fail(500, verb="update", resource="leases", count=None)
+
+
+@pytest.mark.parametrize("loss", ["another-holder", "renew-deadline"])
+async def test_leader_that_lost_the_lease_sends_no_binding(
+    cluster: Cluster, emulator: EmulatorServer, start_daemon: StartDaemon, loss: str
+) -> None:
+    await cluster.create_node("n1")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
+    }
+    config = scheduler_config(
+        [profile], leader_elect=True, namespace=cluster.namespace, lease="test-lease"
+    )
+    leader = await start_daemon(config, identity="replica-a")
+    plugin = leader.plugin(cluster.scheduler_name, "ControlledPreBind")
+    names = [f"p-{i}" for i in range(4)]
+    plugin.hold.update({name: asyncio.Event() for name in names})
+    await asyncio.gather(*(cluster.create_pod(name) for name in names))
+    # Every pod decided and in PreBind: each binding would follow its release.
+    await wait_until(
+        lambda: all(plugin.entered.get(n) for n in names), message="every pod in PreBind"
+    )
+    mark = len(emulator.request_log)
+    if loss == "another-holder":
+        await take_lease(cluster)
+    else:
+        fail_renewals(cluster)
+    await wait_until(
+        lambda: not leader.daemon.scheduler.may_bind(),
+        within=5,
+        message="the leader to know it lost the lease",
+    )
+    knew_at = len(emulator.request_log)
+    # Right after it knew: without the gate these bindings go out (before the
+    # fix a leader that saw another holder kept acting until renewDeadline).
+    for gate in plugin.hold.values():
+        gate.set()
+    code = await asyncio.wait_for(asyncio.shield(leader.task), 10)
+    assert code == 1
+    log = list(emulator.request_log)
+    bindings_after = [
+        (i, r.name, r.status)
+        for i, r in enumerate(log)
+        if i >= knew_at and r.verb == "create" and r.resource == "pods/binding"
+    ]
+    assert bindings_after == []
+    assert all(not node for node in (await cluster.placements()).values())
+    # Nor did it write the lease again once another holder had it.
+    if loss == "another-holder":
+        lease_writes = [r for r in log[mark:] if r.resource == "leases" and r.verb == "update"]
+        # The one accepted write is the intruder's own.
+        assert [r.status for r in lease_writes if r.status == 200] == [200], lease_writes
+
+
+async def test_leader_whose_loop_stalled_past_renew_deadline_sends_no_binding(
+    cluster: Cluster, emulator: EmulatorServer, start_daemon: StartDaemon
+) -> None:
+    """A plugin blocks the event loop longer than renewDeadline: on resuming, the
+    binding tasks run before the elector notices; none may bind until it renewed."""
+    await cluster.create_node("n1")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
+    }
+    config = scheduler_config(
+        [profile], leader_elect=True, namespace=cluster.namespace, lease="test-lease"
+    )
+    leader = await start_daemon(config, identity="replica-a")
+    plugin = leader.plugin(cluster.scheduler_name, "ControlledPreBind")
+    names = [f"p-{i}" for i in range(4)]
+    plugin.hold.update({name: asyncio.Event() for name in names})
+    await asyncio.gather(*(cluster.create_pod(name) for name in names))
+    await wait_until(
+        lambda: all(plugin.entered.get(n) for n in names), message="every pod in PreBind"
+    )
+    stalled: list[str] = []
+
+    async def stall(pod: Any) -> None:
+        if not stalled:
+            stalled.append(pod.name)
+            time.sleep(2.0)  # noqa: ASYNC251 - the stall under test: renewDeadline is 1.5s
+
+    plugin.before_return = stall
+    mark = len(emulator.request_log)
+    for gate in plugin.hold.values():
+        gate.set()
+    await wait_until(lambda: bool(stalled), message="the stall")
+    # The lease stayed ours (no standby): once renewed, the pods bind after all.
+    await cluster.wait_bound(names, within=15)
+    await cluster.assert_bound_exactly_once(names)
+    after = list(emulator.request_log)[mark:]
+    renewed = next(i for i, r in enumerate(after) if r.resource == "leases" and r.status == 200)
+    early = [r.name for r in after[:renewed] if r.resource == "pods/binding"]
+    assert early == [], "bound on a lease not renewed for longer than renewDeadline"
