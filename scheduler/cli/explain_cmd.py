@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 
 from scheduler.cli.common import add_config_option, load_config_option, print_result
+from scheduler.config.yamlfiles import load_yaml_documents, read_text
 from scheduler.emulator.clusterfile import load_cluster_file
-from scheduler.errors import UserError
 from scheduler.framework.explain import TIE_NOTE, Explanation, NodeReport, explain, parse_pod_text
 from scheduler.framework.loader import PluginCatalog
 from scheduler.observability.logging import QUIET, configure_logging
@@ -19,10 +19,10 @@ MAX_LISTED = 8  # node names listed per rejection group before "and N more"
 
 def load_pod_file(path: str | Path) -> dict[str, object]:
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read pod file {file}: {exc.strerror or exc}") from exc
+    text = read_text(file, "pod file")
+    # parse_pod_text's plain safe_load recurses once per nesting level: check
+    # the depth first (a pod file is small) so deep nesting is a message too.
+    load_yaml_documents(text, str(file), expected="YAML or JSON")
     return parse_pod_text(text, str(file))
 
 

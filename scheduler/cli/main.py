@@ -44,7 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"scheduler.cli.{name}")
         module.register(subparsers)
+    _add_debug_everywhere(subparsers)
     return parser
+
+
+def _add_debug_everywhere(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Accept ``--debug`` after the command too (``run --debug``), where users type it.
+
+    ``SUPPRESS`` as the default keeps a sub-command from resetting a
+    ``--debug`` given before it.
+    """
+    for parser in subparsers.choices.values():
+        parser.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_debug_everywhere(action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,6 +79,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as err:
+        # A bug (ours or a plugin's at start-up): still one line, with the
+        # exception type and text, so the log says what happened; the
+        # traceback is one flag away, as errors.py promises.
+        if args.debug:
+            traceback.print_exc()
+            print(f"error: unexpected {type(err).__name__}: {err}", file=sys.stderr)
+        else:
+            print(
+                f"error: unexpected {type(err).__name__}: {err} "
+                "(a bug: rerun with --debug for the traceback)",
+                file=sys.stderr,
+            )
+        return 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
+import socket
+from pathlib import Path
 
 from scheduler.cli.common import (
     add_config_option,
@@ -13,10 +16,14 @@ from scheduler.cli.common import (
     setup_logging,
 )
 from scheduler.config.models import SchedulerConfiguration
+from scheduler.config.yamlfiles import load_yaml_documents, read_text
+from scheduler.errors import UserError
 from scheduler.framework.loader import PluginCatalog
 
 
 async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> int:
+    from kubernetes_asyncio.config import ConfigException
+
     from scheduler.engine.daemon import Daemon
     from scheduler.kube.client import KubeClient
 
@@ -27,12 +34,24 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
     # after the first sync (see Daemon.start_informers).
     gc.set_threshold(10_000, 10, 10)
     conn = config.client_connection
-    client = await KubeClient.from_kubeconfig(
-        kubeconfig or conn.kubeconfig or None,
-        qps=conn.qps,
-        burst=conn.burst,
-        content_type=conn.content_type,
-    )
+    path = kubeconfig or conn.kubeconfig or None
+    for file in _kubeconfig_files(path):
+        _check_kubeconfig_file(file)
+    try:
+        client = await KubeClient.from_kubeconfig(
+            path, qps=conn.qps, burst=conn.burst, content_type=conn.content_type
+        )
+    except Exception as exc:
+        # The kubeconfig loader answers a malformed file with whatever its
+        # code trips on (TypeError, KeyError, ConfigException): all of them
+        # mean "this kubeconfig cannot be used", so say that, with the cause.
+        cause = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ConfigException) else exc
+        if path is None:
+            raise UserError(
+                f"no usable kubeconfig: {cause} (pass --kubeconfig, set "
+                "clientConnection.kubeconfig or KUBECONFIG, or run in a pod)"
+            ) from exc
+        raise UserError(f"cannot use kubeconfig {path}: {cause}") from exc
     try:
         daemon = Daemon(config, PluginCatalog.discover(), client, freeze_gc_after_sync=True)
         return await daemon.run()
@@ -40,9 +59,69 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
         await client.close()
 
 
+def _kubeconfig_files(path: str | None) -> list[Path]:
+    """The kubeconfig files the client will read: ``path``, else those of ``KUBECONFIG``.
+
+    An explicit path must exist; the files of ``KUBECONFIG`` (or the default
+    ``~/.kube/config``) are merged by the client, which skips missing ones.
+    """
+    if path is not None:
+        return [Path(path)]
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return []  # in-cluster config comes first
+    listed = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    return [Path(p) for p in listed.split(os.pathsep) if p and Path(p).exists()]
+
+
+def _check_kubeconfig_file(file: Path) -> None:
+    """Read ``file`` as the client would, but with one-line errors naming it.
+
+    The client's own loader reads it with PyYAML directly: a non-UTF-8 or
+    deeply nested file would end in a traceback from inside that library.
+    """
+    documents = [
+        d for d in load_yaml_documents(read_text(file, "kubeconfig"), f"kubeconfig {file}") if d
+    ]
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise UserError(f"kubeconfig {file} must hold one mapping (apiVersion: v1, kind: Config)")
+
+
+def check_listen_address(address: str, field: str) -> None:
+    """Fail now, naming ``field``, if ``address`` cannot be bound.
+
+    The health server binds only once the daemon starts, where a port in use
+    surfaces as an ``OSError`` from deep inside asyncio. Binding (with
+    ``SO_REUSEADDR``, as the server does) and releasing a socket first turns
+    the common case, another process on the port, into a one-line error.
+    """
+    from scheduler.observability.server import parse_address
+
+    try:
+        host, port = parse_address(address)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (ValueError, OSError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise UserError(f"{field}: cannot listen on {address}: {reason}") from exc
+    for family, kind, proto, _name, sockaddr in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                # asyncio binds v4 and v6 separately for a wildcard host.
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as exc:
+                raise UserError(
+                    f"{field}: cannot listen on {address}: {exc.strerror or exc}"
+                ) from exc
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     setup_logging(args)
     config = load_config_option(args)
+    check_listen_address(
+        config.pluggable_scheduler.server_address, "pluggableScheduler.serverAddress"
+    )
     return asyncio.run(run_daemon(config, args.kubeconfig))
 
 

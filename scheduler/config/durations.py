@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import datetime
 import re
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-__all__ = ["GoDuration", "format_go_duration", "parse_go_duration"]
+__all__ = ["MAX_GO_DURATION_SECONDS", "GoDuration", "format_go_duration", "parse_go_duration"]
 
 _NS_PER_UNIT: dict[str, int] = {
     "ns": 1,
@@ -30,6 +31,14 @@ _NS_PER_UNIT: dict[str, int] = {
 }
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([a-zµμ]+)")
 _NS_PER_SECOND = 1_000_000_000
+_MAX_NS = 2**63 - 1
+MAX_GO_DURATION_SECONDS: float = _MAX_NS / _NS_PER_SECOND
+"""The longest Go ``time.Duration`` (int64 nanoseconds, about 292 years), in seconds.
+
+kube-scheduler decodes every duration into one, so anything longer is a
+config kube itself refuses ("invalid duration"); we refuse it too rather than
+carry a value no Kubernetes component could have meant."""
+_MAX_SHOWN = "2562047h47m16.854775807s"
 
 
 def parse_go_duration(text: str) -> float:
@@ -49,7 +58,9 @@ def parse_go_duration(text: str) -> float:
     if s == "0":
         return 0.0
     pos = 0
-    total_ns = 0.0
+    # Exact, as Go's integer nanoseconds are: a float sum would round the
+    # longest valid duration past the limit and huge digit strings to inf.
+    total_ns = Decimal(0)
     while pos < len(s):
         match = _PART.match(s, pos)
         if match is None:
@@ -57,11 +68,25 @@ def parse_go_duration(text: str) -> float:
         number, unit = match.group(1), match.group(2)
         if unit not in _NS_PER_UNIT:
             raise ValueError(f"unknown unit {unit!r} in duration {text!r}")
-        total_ns += float(number) * _NS_PER_UNIT[unit]
+        total_ns += Decimal(number) * _NS_PER_UNIT[unit]
         pos = match.end()
     if pos == 0:
         raise ValueError(f"invalid duration {text!r}")
-    return sign * total_ns / _NS_PER_SECOND
+    _check_range(total_ns, text)
+    return sign * float(total_ns) / _NS_PER_SECOND
+
+
+class _OutOfRange(ValueError):
+    """A well-formed duration longer than Go's: the syntax hint would not help."""
+
+
+def _check_range(total_ns: Decimal | float, shown: str) -> None:
+    """Refuse what Go's ``ParseDuration`` refuses: more than int64 nanoseconds."""
+    if not total_ns <= _MAX_NS:  # also refuses NaN
+        raise _OutOfRange(
+            f"duration {shown!r} is out of range: Go durations are at most "
+            f"{_MAX_SHOWN} (about 292 years)"
+        )
 
 
 def _trim(number: str) -> str:
@@ -96,17 +121,21 @@ def format_go_duration(seconds: float) -> str:
 
 
 def _validate(value: Any) -> float:
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, datetime.timedelta):
+            seconds = value.total_seconds()
+            _check_range(abs(seconds) * _NS_PER_SECOND, str(value))
+            return seconds
+        if isinstance(value, str):
             return parse_go_duration(value)
-        except ValueError as err:
-            raise PydanticCustomError(
-                "go_duration",
-                '{reason}; expected a Go duration such as "15s", "1m30s" or "500ms"',
-                {"reason": str(err)},
-            ) from None
+    except _OutOfRange as err:
+        raise PydanticCustomError("go_duration_range", "{reason}", {"reason": str(err)}) from None
+    except ValueError as err:
+        raise PydanticCustomError(
+            "go_duration",
+            '{reason}; expected a Go duration such as "15s", "1m30s" or "500ms"',
+            {"reason": str(err)},
+        ) from None
     raise PydanticCustomError(
         "go_duration_type",
         'must be a Go duration string such as "15s", "1m30s" or "500ms"',

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.config.models import SchedulerConfiguration, semantic_problems
+from scheduler.config.yamlfiles import DepthLimitedSafeLoader, read_text, yaml_error_text
 from scheduler.errors import UserError
 
 __all__ = ["format_path", "load_config", "read_config_document", "validation_error_lines"]
@@ -115,8 +116,8 @@ def validation_error_lines(
     return lines
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys, as kube's strict decoder does."""
+class _StrictLoader(DepthLimitedSafeLoader):
+    """A safe, depth-limited loader that rejects duplicate keys, as kube's strict decoder does."""
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -141,24 +142,11 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 def read_config_document(path: Path) -> Any:
     """Parse a YAML or JSON file (JSON is YAML) into Python data, or raise ``UserError``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise UserError(f"cannot read config file {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise UserError(f"config file {path} is not UTF-8 text: {err.reason}") from None
+    text = read_text(path, "config file")
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
-    except yaml.MarkedYAMLError as err:
-        where = ""
-        if err.problem_mark is not None:
-            where = f" (line {err.problem_mark.line + 1}, column {err.problem_mark.column + 1})"
-        context = f"{err.context}: " if err.context else ""
-        raise UserError(
-            f"config file {path} is not valid YAML: {context}{err.problem}{where}"
-        ) from None
     except yaml.YAMLError as err:
-        raise UserError(f"config file {path} is not valid YAML: {err}") from None
+        raise UserError(f"config file {path} is not valid YAML: {yaml_error_text(err)}") from None
 
 
 def load_config(source: Path | str | Mapping[str, Any]) -> SchedulerConfiguration:

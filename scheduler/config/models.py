@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from scheduler.config.durations import GoDuration, format_go_duration
+from scheduler.config.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
 
 __all__ = [
@@ -54,6 +54,13 @@ DEFAULT_SCHEDULER_NAME = "pluggable-scheduler"
 that installing us next to kube-scheduler never steals its pods by default."""
 
 INT32_MAX = 2**31 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+"""kube's ``clientConnection.qps`` is a float32: a larger value does not decode."""
+JITTER_FACTOR: Final = 1.2
+"""client-go's leader-election ``JitterFactor``: retries wait ``retryPeriod * [1, 2.2)``."""
+MAX_BACKOFF_SECONDS = int(MAX_GO_DURATION_SECONDS)
+"""kube-scheduler turns the backoff seconds into a Go ``time.Duration``; past this
+many seconds that multiplication overflows into a negative backoff."""
 
 
 def _shown(seconds: float) -> dict[str, Any]:
@@ -264,7 +271,9 @@ class SchedulerExtensions(_ConfigModel):
     server_address: str = Field(
         default=_DEFAULT_SERVER_ADDRESS,
         description="`host:port` serving /healthz, /livez, /readyz and /metrics "
-        "(kube-scheduler's secure port is 10259). An empty host listens on all interfaces.",
+        "(kube-scheduler's secure port is 10259). An empty host listens on all interfaces; "
+        "an IPv6 host is written in brackets (`[::1]:10259`). `run` fails at start-up, "
+        "naming this field, when the address cannot be bound.",
     )
     binding_concurrency: int = Field(
         default=64,
@@ -280,10 +289,19 @@ class SchedulerExtensions(_ConfigModel):
     @field_validator("server_address")
     @classmethod
     def _check_address(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535 or " " in host:
+        # The same rules as the health server's parse_address, so that an
+        # address accepted here cannot fail at start-up: IPv6 needs brackets.
+        if value.startswith("["):
+            host, sep, port = value[1:].partition("]:")
+            bad_host = not host or " " in host
+        else:
+            host, sep, port = value.rpartition(":")
+            bad_host = ":" in host or " " in host
+        if not sep or bad_host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise PydanticCustomError(
-                "host_port", 'must be "host:port", e.g. "{example}"', {"example": "0.0.0.0:10259"}
+                "host_port",
+                'must be "host:port" ("[host]:port" for IPv6), e.g. "{example}"',
+                {"example": "0.0.0.0:10259"},
             )
         return value
 
@@ -316,18 +334,20 @@ class LeaderElectionConfiguration(_ConfigModel):
     lease_duration: GoDuration = Field(
         default=15.0,
         json_schema_extra=_shown(15.0),
-        description="How long non-leaders wait after the last renewal before taking over.",
+        description="How long non-leaders wait after the last renewal before taking over; "
+        "at most 2147483647s (the Lease stores it as int32 seconds).",
     )
     renew_deadline: GoDuration = Field(
         default=10.0,
         json_schema_extra=_shown(10.0),
         description="How long the leader keeps retrying to renew before giving up "
-        "leadership (and exiting); must not exceed leaseDuration.",
+        "leadership (and exiting); must be less than leaseDuration and greater than "
+        "retryPeriod * 1.2 (client-go's jitter factor).",
     )
     retry_period: GoDuration = Field(
         default=2.0,
         json_schema_extra=_shown(2.0),
-        description="Wait between attempts to acquire or renew the lease.",
+        description="Wait between attempts to acquire or renew the lease; greater than zero.",
     )
     resource_lock: str = Field(
         default="leases", description='Lock object type; only "leases" is supported.'
@@ -357,7 +377,12 @@ class ClientConnectionConfiguration(_ConfigModel):
     )
     qps: float = Field(
         default=50.0,
-        description="Client-side rate limit, requests per second (0 selects the default, 50).",
+        allow_inf_nan=False,
+        ge=-FLOAT32_MAX,
+        le=FLOAT32_MAX,
+        description="Client-side rate limit, requests per second (0 selects the default, 50; "
+        "a negative value turns the limit off, as in client-go). NaN and infinity are "
+        "rejected.",
     )
     burst: int = Field(
         default=100,
@@ -450,11 +475,15 @@ class SchedulerConfiguration(_ConfigModel):
         "`max(5, 50 - N / 125)` percent of the nodes, at least 100.",
     )
     pod_initial_backoff_seconds: int = Field(
-        default=1, gt=0, description="Initial backoff of a pod that failed to schedule."
+        default=1,
+        gt=0,
+        le=MAX_BACKOFF_SECONDS,
+        description="Initial backoff of a pod that failed to schedule.",
     )
     pod_max_backoff_seconds: int = Field(
         default=10,
         gt=0,
+        le=MAX_BACKOFF_SECONDS,
         description="Longest backoff of a pod that keeps failing; at least the initial one.",
     )
     profiles: list[SchedulerProfile] = Field(
@@ -542,11 +571,27 @@ def semantic_problems(config: SchedulerConfiguration) -> list[str]:
         ):
             if value <= 0:
                 problems.append(f"leaderElection.{name}: must be greater than zero")
-        if le.lease_duration < le.renew_deadline:
+        if le.lease_duration > INT32_MAX:
+            # client-go writes it to Lease spec.leaseDurationSeconds, an int32:
+            # the API server answers every write with 400 and we never lead.
+            problems.append(
+                f"leaderElection.leaseDuration: must be at most {INT32_MAX}s "
+                f"(Lease spec.leaseDurationSeconds is an int32), "
+                f"got {format_go_duration(le.lease_duration)}"
+            )
+        if le.lease_duration <= le.renew_deadline:
             problems.append(
                 f"leaderElection.leaseDuration: must be greater than renewDeadline "
-                f"({format_go_duration(le.lease_duration)} < "
+                f"({format_go_duration(le.lease_duration)} <= "
                 f"{format_go_duration(le.renew_deadline)})"
+            )
+        elif le.retry_period > 0 and le.renew_deadline <= JITTER_FACTOR * le.retry_period:
+            # client-go's NewLeaderElector refuses this at start-up: a renewal
+            # retried with jitter could not fit in the deadline.
+            problems.append(
+                f"leaderElection.renewDeadline: must be greater than retryPeriod*{JITTER_FACTOR} "
+                f"(client-go's JitterFactor) ({format_go_duration(le.renew_deadline)} <= "
+                f"{format_go_duration(JITTER_FACTOR * le.retry_period)})"
             )
         if le.resource_lock != "leases":
             problems.append(

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from scheduler.config.yamlfiles import load_yaml_documents, read_text
 from scheduler.emulator.admission import SYSTEM_NAMES
 from scheduler.emulator.errors import ApiError
 from scheduler.emulator.store import Store
@@ -46,10 +45,7 @@ def _check_object(obj: Any, where: str) -> Obj:
 
 
 def parse_cluster_text(text: str, source: str) -> list[Obj]:
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML: {exc}") from exc
+    documents = load_yaml_documents(text, source)
     objects: list[Obj] = []
     for index, doc in enumerate(documents):
         if doc is None:
@@ -74,11 +70,7 @@ def parse_cluster_text(text: str, source: str) -> list[Obj]:
 def load_cluster_file(path: str | Path) -> list[Obj]:
     """Parse a cluster file; bad input raises UserError naming the file and document."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read cluster file {file}: {exc.strerror or exc}") from exc
-    return parse_cluster_text(text, str(file))
+    return parse_cluster_text(read_text(file, "cluster file"), str(file))
 
 
 def load_objects(store: Store, objects: list[Obj]) -> int:

@@ -262,7 +262,7 @@ def test_empty_extenders_list_is_fine() -> None:
     [
         (
             {"leaderElection": {"leaseDuration": "5s", "renewDeadline": "10s"}},
-            "leaderElection.leaseDuration: must be greater than renewDeadline (5s < 10s)",
+            "leaderElection.leaseDuration: must be greater than renewDeadline (5s <= 10s)",
         ),
         (
             {"leaderElection": {"resourceLock": "endpointsleases"}},
