@@ -56,3 +56,16 @@ def test_format_like_go(seconds: float, text: str) -> None:
 @pytest.mark.parametrize("seconds", [15.0, 90.0, 3723.5, 0.001, 12.25, 7200.0])
 def test_round_trip(seconds: float) -> None:
     assert parse_go_duration(format_go_duration(seconds)) == pytest.approx(seconds)
+
+
+def test_longest_go_duration_parses_exactly() -> None:
+    # A float sum would round this past int64 nanoseconds and refuse it.
+    assert parse_go_duration("2562047h47m16.854775807s") == pytest.approx(9223372036.854775807)
+
+
+@pytest.mark.parametrize(
+    "text", ["2562047h47m16.854775808s", "99999999999h", "-99999999999h", "9" * 400 + "s"]
+)
+def test_parse_refuses_what_overflows_go(text: str) -> None:
+    with pytest.raises(ValueError, match="out of range: Go durations are at most"):
+        parse_go_duration(text)

@@ -321,3 +321,160 @@ def test_json_schema_shows_durations_as_written() -> None:
     schema = SchedulerConfiguration.model_json_schema(by_alias=True)
     lease = schema["$defs"]["LeaderElectionConfiguration"]["properties"]["leaseDuration"]
     assert (lease["type"], lease["default"]) == ("string", "15s")
+
+
+# ------------------------------------------------- bounds of what Kubernetes accepts
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # Lease spec.leaseDurationSeconds is an int32: the API server would
+        # refuse every Lease write and the daemon would never lead.
+        (
+            {"leaderElection": {"leaseDuration": "1000000h", "renewDeadline": "10s"}},
+            "leaderElection.leaseDuration: must be at most 2147483647s (Lease "
+            "spec.leaseDurationSeconds is an int32), got 1000000h0m0s",
+        ),
+        # component-base: leaseDuration <= renewDeadline is invalid (equal too).
+        (
+            {"leaderElection": {"leaseDuration": "10s", "renewDeadline": "10s"}},
+            "leaderElection.leaseDuration: must be greater than renewDeadline (10s <= 10s)",
+        ),
+        # client-go's NewLeaderElector refuses renewDeadline <= retryPeriod * 1.2.
+        (
+            {"leaderElection": {"renewDeadline": "2s", "retryPeriod": "2s"}},
+            "leaderElection.renewDeadline: must be greater than retryPeriod*1.2 "
+            "(client-go's JitterFactor) (2s <= 2.4s)",
+        ),
+        (
+            {"leaderElection": {"leaseDuration": "0s"}},
+            "leaderElection.leaseDuration: must be greater than zero",
+        ),
+    ],
+)
+def test_leader_election_bounds(fields: dict[str, Any], expected: str) -> None:
+    assert expected in problems(doc(**fields))
+
+
+def test_longest_valid_lease_loads() -> None:
+    config = load_config(
+        doc(leaderElection={"leaseDuration": "2147483647s", "renewDeadline": "2147483646s"})
+    )
+    assert config.leader_election.lease_duration == 2147483647
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("leaseDuration", "99999999999h"),
+        ("renewDeadline", "2562047h47m16.854775808s"),
+        ("retryPeriod", "-99999999999h"),
+    ],
+)
+def test_durations_beyond_go_are_refused_with_their_path(field: str, text: str) -> None:
+    lines = problems(doc(leaderElection={field: text}))
+    assert lines == [
+        f"leaderElection.{field}: duration {text!r} is out of range: Go durations are at "
+        "most 2562047h47m16.854775807s (about 292 years)"
+    ]
+
+
+def test_hook_timeout_beyond_go_is_refused() -> None:
+    lines = problems(doc(pluggableScheduler={"timeouts": {"bind": "99999999999999h"}}))
+    assert len(lines) == 1
+    assert lines[0].startswith("pluggableScheduler.timeouts.bind: duration '99999999999999h'")
+
+
+@pytest.mark.parametrize("qps", [float("nan"), float("inf"), float("-inf"), 1e39])
+def test_qps_must_be_a_finite_float32(qps: float) -> None:
+    lines = problems(doc(clientConnection={"qps": qps}))
+    assert len(lines) == 1 and lines[0].startswith("clientConnection.qps: "), lines
+
+
+def test_negative_qps_means_no_limit_as_in_client_go() -> None:
+    assert load_config(doc(clientConnection={"qps": -1.0})).client_connection.qps == -1.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"podInitialBackoffSeconds": 0}, "podInitialBackoffSeconds"),
+        (
+            {"podInitialBackoffSeconds": 10**13, "podMaxBackoffSeconds": 10**13},
+            "podMaxBackoffSeconds",
+        ),
+        ({"clientConnection": {"burst": -1}}, "clientConnection.burst"),
+        ({"clientConnection": {"burst": 2**31}}, "clientConnection.burst"),
+        ({"parallelism": 0}, "parallelism"),
+        ({"percentageOfNodesToScore": 101}, "percentageOfNodesToScore"),
+        (
+            {"pluggableScheduler": {"bindingConcurrency": 0}},
+            "pluggableScheduler.bindingConcurrency",
+        ),
+    ],
+)
+def test_counts_out_of_kube_range_name_their_field(fields: dict[str, Any], path: str) -> None:
+    assert any(line.startswith(f"{path}: ") for line in problems(doc(**fields)))
+
+
+def test_backoff_beyond_a_go_duration_is_refused() -> None:
+    # kube-scheduler multiplies these by time.Second: past this it overflows.
+    load_config(doc(podInitialBackoffSeconds=9223372036, podMaxBackoffSeconds=9223372036))
+    assert problems(doc(podMaxBackoffSeconds=9223372037)) == [
+        "podMaxBackoffSeconds: Input should be less than or equal to 9223372036"
+    ]
+
+
+@pytest.mark.parametrize("address", ["[::1]:10259", ":10259", "0.0.0.0:0", "localhost:8080"])
+def test_server_addresses_the_health_server_can_bind(address: str) -> None:
+    config = load_config(doc(pluggableScheduler={"serverAddress": address}))
+    assert config.pluggable_scheduler.server_address == address
+
+
+@pytest.mark.parametrize("address", ["::1:10259", "[::1]", "host", "h:99999", "[]:1"])
+def test_server_addresses_refused_before_start_up(address: str) -> None:
+    lines = problems(doc(pluggableScheduler={"serverAddress": address}))
+    assert len(lines) == 1 and lines[0].startswith("pluggableScheduler.serverAddress: must be")
+
+
+# ----------------------------------------------------------------- unreadable files
+
+
+def test_non_utf8_config_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"apiVersion: kubescheduler.config.k8s.io/v1\n# caf\xe9\n")
+    with pytest.raises(UserError) as info:
+        load_config(path)
+    assert info.value.message == (
+        f"config file {path} is not UTF-8 text: invalid continuation byte at byte 48 (line 2)"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: " + "[" * 600 + "]" * 600,
+        "".join("  " * i + "k:\n" for i in range(600)),
+    ],
+)
+def test_deep_nesting_is_a_yaml_error_not_a_recursion_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError) as info:
+        load_config(path)
+    assert info.value.message.startswith(
+        f"config file {path} is not valid YAML: nested more than 100 levels deep (line "
+    )
+
+
+def test_nesting_up_to_the_limit_loads(tmp_path: Path) -> None:
+    path = tmp_path / "deep-args.yaml"
+    # root, profiles, [0], pluginConfig, [0], args: 6 levels, then 94 lists = 100.
+    nested = "[" * 94 + "]" * 94
+    path.write_text(
+        f"apiVersion: {API_VERSION}\nkind: {KIND}\nprofiles:\n- pluginConfig:\n"
+        f"  - name: X\n    args: {{deep: {nested}}}\n"
+    )
+    config = load_config(path)
+    assert config.profiles[0].plugin_config[0].name == "X"
