@@ -956,13 +956,9 @@ def start_control_plane(
 # --------------------------------------------------------------------------- kube-scheduler
 
 
-@dataclasses.dataclass
-class KubeSchedulerProcess:
-    """A running kube-scheduler. Made by :func:`run_kube_scheduler`."""
+class _RunningComponent:
+    """What every component process started here offers: its PID and liveness."""
 
-    config_path: Path
-    log_path: Path
-    healthz_port: int
     _process: _Process
 
     @property
@@ -971,6 +967,16 @@ class KubeSchedulerProcess:
 
     def running(self) -> bool:
         return self._process.popen.poll() is None
+
+
+@dataclasses.dataclass
+class KubeSchedulerProcess(_RunningComponent):
+    """A running kube-scheduler. Made by :func:`run_kube_scheduler`."""
+
+    config_path: Path
+    log_path: Path
+    healthz_port: int
+    _process: _Process
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of the log, without the lines our own readiness probes cause."""
@@ -1114,7 +1120,7 @@ VOLUME_CONTROLLERS: Final = ("persistentvolume-binder-controller", "ephemeral-vo
 
 
 @dataclasses.dataclass
-class KubeControllerManagerProcess:
+class KubeControllerManagerProcess(_RunningComponent):
     """A running kube-controller-manager. Made by :func:`run_kube_controller_manager`."""
 
     controllers: tuple[str, ...]
@@ -1123,13 +1129,6 @@ class KubeControllerManagerProcess:
     #: Seconds from starting the process to its first ``/healthz`` 200.
     startup_seconds: float
     _process: _Process
-
-    @property
-    def pid(self) -> int:
-        return self._process.popen.pid
-
-    def running(self) -> bool:
-        return self._process.popen.poll() is None
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of the log, for failure messages of tests that wait on a controller."""
