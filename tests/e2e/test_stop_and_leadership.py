@@ -157,10 +157,14 @@ def fail_renewals(cluster: Cluster) -> None:
     cluster.emulator.faults.fail(500, verb="update", resource="leases", count=None)
 
 
-@pytest.mark.parametrize("loss", ["another-holder", "renew-deadline"])
-async def test_leader_that_lost_the_lease_sends_no_binding(
-    cluster: Cluster, emulator: EmulatorServer, start_daemon: StartDaemon, loss: str
-) -> None:
+async def _leader_with_pods_held_in_prebind(
+    cluster: Cluster, start_daemon: StartDaemon
+) -> tuple[Any, Any, list[str]]:
+    """A leading daemon whose four pods are decided and held in PreBind.
+
+    Each pod's binding would follow the release of its hold, so a test can
+    change the lease first and then see what the old leader still sends.
+    """
     await cluster.create_node("n1")
     profile = {
         "schedulerName": cluster.scheduler_name,
@@ -174,10 +178,17 @@ async def test_leader_that_lost_the_lease_sends_no_binding(
     names = [f"p-{i}" for i in range(4)]
     plugin.hold.update({name: asyncio.Event() for name in names})
     await asyncio.gather(*(cluster.create_pod(name) for name in names))
-    # Every pod decided and in PreBind: each binding would follow its release.
     await wait_until(
         lambda: all(plugin.entered.get(n) for n in names), message="every pod in PreBind"
     )
+    return leader, plugin, names
+
+
+@pytest.mark.parametrize("loss", ["another-holder", "renew-deadline"])
+async def test_leader_that_lost_the_lease_sends_no_binding(
+    cluster: Cluster, emulator: EmulatorServer, start_daemon: StartDaemon, loss: str
+) -> None:
+    leader, plugin, _ = await _leader_with_pods_held_in_prebind(cluster, start_daemon)
     mark = len(emulator.request_log)
     if loss == "another-holder":
         await take_lease(cluster)
@@ -215,22 +226,7 @@ async def test_leader_whose_loop_stalled_past_renew_deadline_sends_no_binding(
 ) -> None:
     """A plugin blocks the event loop longer than renewDeadline: on resuming, the
     binding tasks run before the elector notices; none may bind until it renewed."""
-    await cluster.create_node("n1")
-    profile = {
-        "schedulerName": cluster.scheduler_name,
-        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
-    }
-    config = scheduler_config(
-        [profile], leader_elect=True, namespace=cluster.namespace, lease="test-lease"
-    )
-    leader = await start_daemon(config, identity="replica-a")
-    plugin = leader.plugin(cluster.scheduler_name, "ControlledPreBind")
-    names = [f"p-{i}" for i in range(4)]
-    plugin.hold.update({name: asyncio.Event() for name in names})
-    await asyncio.gather(*(cluster.create_pod(name) for name in names))
-    await wait_until(
-        lambda: all(plugin.entered.get(n) for n in names), message="every pod in PreBind"
-    )
+    _, plugin, names = await _leader_with_pods_held_in_prebind(cluster, start_daemon)
     stalled: list[str] = []
 
     async def stall(pod: Any) -> None:

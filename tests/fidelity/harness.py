@@ -641,18 +641,7 @@ def run_step(
             f"our probes disagree with our own cycle: cycle {sorted(report.our_feasible)}, "
             f"probes {sorted(report.our_probe_feasible)}"
         )
-    if report.our_feasible != report.kube_feasible:
-        report.problems.append(
-            f"feasible sets differ: ours {sorted(report.our_feasible)}, "
-            f"kube {sorted(report.kube_feasible)}"
-        )
-        for node in sorted(report.our_feasible ^ report.kube_feasible):
-            verdict = explanation.nodes[node]
-            report.details.append(
-                f"  {node}: ours rejected_by={verdict.rejected_by} "
-                f"{ {p: v.reasons for p, v in verdict.filter.items() if v.reasons} }; "
-                f"kube probe: {kube_probes[node]}"
-            )
+    _compare_feasible(report, explanation, "", lambda node: f"; kube probe: {kube_probes[node]}")
 
     if user_gates:
         # Let go of our own gate only: the user's gates must keep kube-scheduler away.
@@ -1009,17 +998,7 @@ def run_volume_step(
         kube.scheduler_log.read_text(errors="replace"), f"{namespace}/{name}"
     )
     report.kube_feasible = set(kube_scores) or {decision.node}
-    if report.our_feasible != report.kube_feasible:
-        report.problems.append(
-            f"feasible sets differ: ours {sorted(report.our_feasible)}, "
-            f"kube {sorted(report.kube_feasible)} (the nodes kube-scheduler scored)"
-        )
-        for node in sorted(report.our_feasible ^ report.kube_feasible):
-            verdict = explanation.nodes[node]
-            report.details.append(
-                f"  {node}: ours rejected_by={verdict.rejected_by} "
-                f"{ {p: v.reasons for p, v in verdict.filter.items() if v.reasons} }"
-            )
+    _compare_feasible(report, explanation, " (the nodes kube-scheduler scored)", lambda _: "")
     if decision.node not in explanation.tied:
         report.problems.append(
             f"kube-scheduler chose {decision.node}, not among our tied best {explanation.tied}"
@@ -1040,3 +1019,22 @@ def run_volume_step(
         )
     report.details.append(f"  writes on {decision.node}: {theirs}")
     return report
+
+
+def _compare_feasible(
+    report: StepReport, explanation: Explanation, kube_note: str, kube_detail: Callable[[str], str]
+) -> None:
+    """Record a difference between our feasible set and kube's, node by node."""
+    if report.our_feasible == report.kube_feasible:
+        return
+    report.problems.append(
+        f"feasible sets differ: ours {sorted(report.our_feasible)}, "
+        f"kube {sorted(report.kube_feasible)}{kube_note}"
+    )
+    for node in sorted(report.our_feasible ^ report.kube_feasible):
+        verdict = explanation.nodes[node]
+        report.details.append(
+            f"  {node}: ours rejected_by={verdict.rejected_by} "
+            f"{ {p: v.reasons for p, v in verdict.filter.items() if v.reasons} }"
+            f"{kube_detail(node)}"
+        )
