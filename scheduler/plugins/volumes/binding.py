@@ -59,9 +59,9 @@ from scheduler.api.handle import Handle
 from scheduler.api.results import MAX_NODE_SCORE
 from scheduler.model.selectors import LabelSelector, SelectorError
 from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
 from scheduler.plugins.noderesources.allocation import broken_linear
 from scheduler.plugins.noderesources.fit import UtilizationShapePoint
-from scheduler.plugins.volumes.assume import AssumeCache, AssumeError
 from scheduler.plugins.volumes.objects import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -767,7 +767,7 @@ class VolumeBinding(Plugin):
             if pv is None or api_pvc is None:
                 missing = "persistentvolume" if pv is None else "persistentvolumeclaim"
                 return Status.error_status(f"failed to check binding: {missing} not found")
-            if _newer(written, pv):
+            if newer(written, pv):
                 return False
             selector = self.affinity.selector(pv)
             if selector is not None and not selector.matches(node_labels, node_name):
@@ -788,7 +788,7 @@ class VolumeBinding(Plugin):
                 return Status.error_status(
                     "failed to check provisioning pvc: persistentvolumeclaim not found"
                 )
-            if _newer(written, api_claim):
+            if newer(written, api_claim):
                 return False
             if annotations_of(api_claim).get(ANN_SELECTED_NODE) != node_name:
                 return Status.error_status(f'provisioning failed for PVC "{name(api_claim)}"')
@@ -846,14 +846,6 @@ def sc_name(sc: Obj) -> str:
 
 def parse_limit(value: Any) -> Fraction:
     return quantity({"storage": value})
-
-
-def _newer(written: Obj, seen: Obj) -> bool:
-    """Whether what we wrote is newer than what the informer has seen yet."""
-    try:
-        return int(resource_version(written) or 0) > int(resource_version(seen) or 0)
-    except ValueError:
-        return False
 
 
 def _with_annotation(obj: Obj, key: str, value: str) -> Obj:

@@ -1,11 +1,15 @@
-"""In-memory PV and PVC bindings that VolumeBinding makes at Reserve.
+"""kube's passive assume cache: the scheduler's own changes, seen before the informer sees them.
 
-kube's passive assume cache: between Reserve and the API writes of PreBind,
-the next pods must already see a PV as taken (its ``claimRef`` set) and a
-claim as pinned to a node (its ``selected-node`` annotation), or two pods in
-flight could pick the same PV. An assumed object shadows the informer's
-copy only while that copy keeps the resourceVersion it was assumed on: any
-newer version from the API server wins, so nothing stale outlives a write.
+Between a plugin's decision and the informer's echo of its API write, the
+next pods must already see that change, or two pods in flight could take
+the same thing: VolumeBinding assumes a PV's ``claimRef`` and a claim's
+``selected-node`` at Reserve (same resourceVersion, not yet written);
+DynamicResources assumes a ResourceClaim as PreBind wrote it (a newer
+resourceVersion the informer has not delivered yet).
+
+An assumed object shadows the informer's copy until the informer holds a
+strictly newer version (resourceVersions compared as integers, as kube's
+assume cache does), so nothing stale outlives a write.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.api import ObjectStore
-from scheduler.plugins.volumes.objects import meta, resource_version
 
 Obj = Mapping[str, Any]
 
@@ -24,8 +27,21 @@ class AssumeError(RuntimeError):
 
 
 def _key(obj: Obj) -> tuple[str, str]:
-    m = meta(obj)
+    m = obj.get("metadata") or {}
     return str(m.get("namespace") or ""), str(m.get("name") or "")
+
+
+def _version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def newer(a: Obj, b: Obj) -> bool:
+    """Whether ``a``'s resourceVersion is later than ``b``'s (kube's int64 comparison)."""
+    va, vb = _version(a), _version(b)
+    try:
+        return int(va) > int(vb)
+    except ValueError:
+        return va != vb
 
 
 class AssumeCache:
@@ -44,7 +60,7 @@ class AssumeCache:
         assumed = self._assumed.get(key)
         if assumed is None:
             return stored
-        if stored is None or resource_version(stored) != resource_version(assumed):
+        if stored is None or newer(stored, assumed):
             del self._assumed[key]  # the API server has moved on
             return stored
         return assumed
@@ -56,7 +72,7 @@ class AssumeCache:
         out: list[Obj] = []
         for obj in objects:
             assumed = self._assumed.get(_key(obj))
-            if assumed is not None and resource_version(assumed) == resource_version(obj):
+            if assumed is not None and not newer(obj, assumed):
                 obj = assumed
             out.append(obj)
         return out
@@ -67,10 +83,9 @@ class AssumeCache:
         shown = f"{namespace}/{name}" if namespace else name
         if stored is None:
             raise AssumeError(f"{shown!r} not found")
-        if resource_version(stored) != resource_version(obj):
+        if newer(stored, obj):
             raise AssumeError(
-                f"{shown!r} is out of sync (stored: {resource_version(stored)}, "
-                f"assume: {resource_version(obj)})"
+                f"{shown!r} is out of sync (stored: {_version(stored)}, assume: {_version(obj)})"
             )
         self._assumed[key] = obj
 
@@ -78,7 +93,7 @@ class AssumeCache:
         """Drop the assumed copy of ``obj`` (the informer's copy shows again)."""
         key = _key(obj)
         assumed = self._assumed.get(key)
-        if assumed is not None and resource_version(assumed) == resource_version(obj):
+        if assumed is not None and _version(assumed) == _version(obj):
             del self._assumed[key]
 
     def __len__(self) -> int:
