@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: kube's structured allocator and the DynamicResources plugin."""
