@@ -137,7 +137,7 @@ def distinct_attribute(attribute: str, *requests: str) -> Obj:
 
 def device(
     name: str,
-    capacity: dict[str, str] | None = None,
+    capacity: dict[str, Any] | None = None,
     attributes: dict[str, Obj] | None = None,
     **extra: Any,
 ) -> Obj:
@@ -145,7 +145,9 @@ def device(
     if attributes:
         out["attributes"] = attributes
     if capacity:
-        out["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+        out["capacity"] = {
+            k: v if isinstance(v, dict) else {"value": v} for k, v in capacity.items()
+        }
     out.update(extra)
     return out
 
