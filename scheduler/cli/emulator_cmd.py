@@ -50,6 +50,12 @@ def register(subparsers: Any) -> None:
         help="bind claims to volumes, provision volumes (node-local CSI) and create "
         "ephemeral volume claims, as kube-controller-manager and a provisioner would",
     )
+    parser.add_argument(
+        "--claim-controller",
+        action="store_true",
+        help="create ResourceClaims from pods' templates, release reservations of pods "
+        "that are gone or done and deallocate unused claims, as kube-controller-manager would",
+    )
     parser.set_defaults(func=run)
 
 
@@ -66,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         fake_kubelet=args.fake_kubelet,
         volume_controller=args.volume_controller,
+        claim_controller=args.claim_controller,
     )
     return asyncio.run(_serve(server, args.kubeconfig_out))
 

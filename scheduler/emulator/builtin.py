@@ -254,6 +254,15 @@ def builtin_types() -> list[ResourceType]:
             subresources=status,
         ),
         ResourceType(
+            "resource.k8s.io",
+            "v1",
+            "resourceclaimtemplates",
+            "ResourceClaimTemplate",
+            True,
+            singular="resourceclaimtemplate",
+            create_keeps_status=True,
+        ),
+        ResourceType(
             "apiextensions.k8s.io",
             "v1",
             "customresourcedefinitions",

@@ -19,14 +19,17 @@ from scheduler.errors import UserError
 
 Obj = dict[str, Any]
 
-# Load order so that references resolve: namespaces, then definitions, then nodes
-# and the storage classes and CSI drivers that volumes and claims name, then the rest.
+# Load order so that references resolve: namespaces, then definitions, then nodes,
+# the storage classes and CSI drivers that volumes and claims name and the device
+# classes that resource claims name, then the rest (ResourceSlices, ResourceClaims,
+# ResourceClaimTemplates and pods among them, as any other object).
 _FIRST = {
     "Namespace": 0,
     "CustomResourceDefinition": 1,
     "Node": 2,
     "StorageClass": 2,
     "CSIDriver": 2,
+    "DeviceClass": 2,
 }
 
 

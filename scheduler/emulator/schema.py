@@ -143,7 +143,12 @@ AFFINITY = struct(
         preferredDuringSchedulingIgnoredDuringExecution=list_of(_WEIGHTED_POD_AFFINITY_TERM),
     ),
 )
-RESOURCES = struct("v1.ResourceRequirements", limits=RESOURCE_LIST, requests=RESOURCE_LIST)
+RESOURCES = struct(
+    "v1.ResourceRequirements",
+    limits=RESOURCE_LIST,
+    requests=RESOURCE_LIST,
+    claims=list_of(struct("v1.ResourceClaim", name=STR, request=STR)),
+)
 CONTAINER = struct(
     "v1.Container",
     name=STR,
@@ -216,6 +221,14 @@ POD_SPEC = struct(
     hostUsers=BOOL,
     schedulingGates=list_of(struct("v1.PodSchedulingGate", name=STR)),
     resources=RESOURCES,
+    resourceClaims=list_of(
+        struct(
+            "v1.PodResourceClaim",
+            name=STR,
+            resourceClaimName=STR,
+            resourceClaimTemplateName=STR,
+        )
+    ),
 )
 _CONDITION_FIELDS = {"type": STR, "status": STR, "reason": STR, "message": STR}
 POD = struct(
@@ -232,6 +245,9 @@ POD = struct(
         hostIP=STR,
         podIP=STR,
         qosClass=STR,
+        resourceClaimStatuses=list_of(
+            struct("v1.PodResourceClaimStatus", name=STR, resourceClaimName=STR)
+        ),
     ),
 )
 NODE = struct(
@@ -432,6 +448,193 @@ CSI_STORAGE_CAPACITY = struct(
 )
 GENERIC = struct("v1.Object", metadata=OBJECT_META)
 
+# -- resource.k8s.io/v1: dynamic resource allocation ----------------------------
+_NODE_SELECTOR_V1 = struct("v1.NodeSelector", nodeSelectorTerms=list_of(_NODE_SELECTOR_TERM))
+_DEVICE_SELECTOR = struct("v1.DeviceSelector", cel=struct("v1.CELDeviceSelector", expression=STR))
+_DEVICE_TOLERATION = struct(
+    "v1.DeviceToleration",
+    key=STR,
+    operator=STR,
+    value=STR,
+    effect=STR,
+    tolerationSeconds=INT64,
+)
+_QUANTITY_MAP = Type("map", "map[v1.QualifiedName]resource.Quantity", QUANTITY)
+_CAPACITY_REQUIREMENTS = struct("v1.CapacityRequirements", requests=_QUANTITY_MAP)
+_OPAQUE = struct("v1.OpaqueDeviceConfiguration", driver=STR, parameters=ANY)
+_DEVICE_CLAIM = struct(
+    "v1.DeviceClaim",
+    requests=list_of(
+        struct(
+            "v1.DeviceRequest",
+            name=STR,
+            exactly=struct(
+                "v1.ExactDeviceRequest",
+                deviceClassName=STR,
+                selectors=list_of(_DEVICE_SELECTOR),
+                allocationMode=STR,
+                count=INT64,
+                adminAccess=BOOL,
+                tolerations=list_of(_DEVICE_TOLERATION),
+                capacity=_CAPACITY_REQUIREMENTS,
+            ),
+            firstAvailable=list_of(
+                struct(
+                    "v1.DeviceSubRequest",
+                    name=STR,
+                    deviceClassName=STR,
+                    selectors=list_of(_DEVICE_SELECTOR),
+                    allocationMode=STR,
+                    count=INT64,
+                    tolerations=list_of(_DEVICE_TOLERATION),
+                    capacity=_CAPACITY_REQUIREMENTS,
+                )
+            ),
+        )
+    ),
+    constraints=list_of(
+        struct(
+            "v1.DeviceConstraint",
+            requests=STRINGS,
+            matchAttribute=STR,
+            distinctAttribute=STR,
+        )
+    ),
+    config=list_of(struct("v1.DeviceClaimConfiguration", requests=STRINGS, opaque=_OPAQUE)),
+)
+_CLAIM_SPEC = struct("v1.ResourceClaimSpec", devices=_DEVICE_CLAIM)
+DEVICE_CLASS = struct(
+    "v1.DeviceClass",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.DeviceClassSpec",
+        selectors=list_of(_DEVICE_SELECTOR),
+        config=list_of(struct("v1.DeviceClassConfiguration", opaque=_OPAQUE)),
+        extendedResourceName=STR,
+    ),
+)
+_COUNTERS = Type("map", "map[string]v1.Counter", struct("v1.Counter", value=QUANTITY))
+RESOURCE_SLICE = struct(
+    "v1.ResourceSlice",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1.ResourceSliceSpec",
+        driver=STR,
+        pool=struct("v1.ResourcePool", name=STR, generation=INT64, resourceSliceCount=INT64),
+        nodeName=STR,
+        nodeSelector=_NODE_SELECTOR_V1,
+        allNodes=BOOL,
+        devices=list_of(
+            struct(
+                "v1.Device",
+                name=STR,
+                attributes=Type(
+                    "map",
+                    "map[v1.QualifiedName]v1.DeviceAttribute",
+                    struct(
+                        "v1.DeviceAttribute",
+                        int=INT64,
+                        bool=BOOL,
+                        string=STR,
+                        version=STR,
+                        ints=list_of(INT64),
+                        bools=list_of(BOOL),
+                        strings=STRINGS,
+                        versions=STRINGS,
+                    ),
+                ),
+                capacity=Type(
+                    "map",
+                    "map[v1.QualifiedName]v1.DeviceCapacity",
+                    struct(
+                        "v1.DeviceCapacity",
+                        value=QUANTITY,
+                        requestPolicy=struct(
+                            "v1.CapacityRequestPolicy",
+                            default=QUANTITY,
+                            validValues=list_of(QUANTITY),
+                            validRange=struct(
+                                "v1.CapacityRequestPolicyRange",
+                                min=QUANTITY,
+                                max=QUANTITY,
+                                step=QUANTITY,
+                            ),
+                        ),
+                    ),
+                ),
+                consumesCounters=list_of(
+                    struct("v1.DeviceCounterConsumption", counterSet=STR, counters=_COUNTERS)
+                ),
+                nodeName=STR,
+                nodeSelector=_NODE_SELECTOR_V1,
+                allNodes=BOOL,
+                taints=list_of(
+                    struct("v1.DeviceTaint", key=STR, value=STR, effect=STR, timeAdded=STR)
+                ),
+                bindsToNode=BOOL,
+                bindingConditions=STRINGS,
+                bindingFailureConditions=STRINGS,
+                allowMultipleAllocations=BOOL,
+            )
+        ),
+        perDeviceNodeSelection=BOOL,
+        sharedCounters=list_of(struct("v1.CounterSet", name=STR, counters=_COUNTERS)),
+    ),
+)
+RESOURCE_CLAIM = struct(
+    "v1.ResourceClaim",
+    metadata=OBJECT_META,
+    spec=_CLAIM_SPEC,
+    status=struct(
+        "v1.ResourceClaimStatus",
+        allocation=struct(
+            "v1.AllocationResult",
+            devices=struct(
+                "v1.DeviceAllocationResult",
+                results=list_of(
+                    struct(
+                        "v1.DeviceRequestAllocationResult",
+                        request=STR,
+                        driver=STR,
+                        pool=STR,
+                        device=STR,
+                        adminAccess=BOOL,
+                        tolerations=list_of(_DEVICE_TOLERATION),
+                        bindingConditions=STRINGS,
+                        bindingFailureConditions=STRINGS,
+                        shareID=STR,
+                        consumedCapacity=_QUANTITY_MAP,
+                    )
+                ),
+                config=list_of(
+                    struct(
+                        "v1.DeviceAllocationConfiguration",
+                        source=STR,
+                        requests=STRINGS,
+                        opaque=_OPAQUE,
+                    )
+                ),
+            ),
+            nodeSelector=_NODE_SELECTOR_V1,
+            allocationTimestamp=STR,
+        ),
+        reservedFor=list_of(
+            struct(
+                "v1.ResourceClaimConsumerReference",
+                apiGroup=STR,
+                resource=STR,
+                name=STR,
+                uid=STR,
+            )
+        ),
+    ),
+)
+RESOURCE_CLAIM_TEMPLATE = struct(
+    "v1.ResourceClaimTemplate",
+    metadata=OBJECT_META,
+    spec=struct("v1.ResourceClaimTemplateSpec", metadata=OBJECT_META, spec=_CLAIM_SPEC),
+)
+
 _SCHEMAS: dict[tuple[str, str], Type] = {
     ("", "Pod"): POD,
     ("", "Node"): NODE,
@@ -448,6 +651,10 @@ _SCHEMAS: dict[tuple[str, str], Type] = {
     ("storage.k8s.io", "CSINode"): CSI_NODE,
     ("storage.k8s.io", "CSIDriver"): CSI_DRIVER,
     ("storage.k8s.io", "CSIStorageCapacity"): CSI_STORAGE_CAPACITY,
+    ("resource.k8s.io", "DeviceClass"): DEVICE_CLASS,
+    ("resource.k8s.io", "ResourceSlice"): RESOURCE_SLICE,
+    ("resource.k8s.io", "ResourceClaim"): RESOURCE_CLAIM,
+    ("resource.k8s.io", "ResourceClaimTemplate"): RESOURCE_CLAIM_TEMPLATE,
 }
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}

@@ -24,6 +24,7 @@ import orjson
 from aiohttp import web
 
 from scheduler.emulator import discovery, errors, openapi
+from scheduler.emulator.claimcontroller import ClaimController
 from scheduler.emulator.clusterfile import load_objects
 from scheduler.emulator.crds import BUILTIN_CRDS, CrdController
 from scheduler.emulator.faults import Faults, LostAnswer
@@ -50,6 +51,7 @@ class EmulatorServer:
         port: int = 0,
         fake_kubelet: bool = False,
         volume_controller: bool = False,
+        claim_controller: bool = False,
         builtin_crds: bool = True,
         bookmark_interval: float = 60.0,
         log_size: int = DEFAULT_LOG_SIZE,
@@ -73,6 +75,7 @@ class EmulatorServer:
         self.record_requests = record_requests
         self.kubelet = FakeKubelet(self.store) if fake_kubelet else None
         self.volume_controller = VolumeController(self.store) if volume_controller else None
+        self.claim_controller = ClaimController(self.store) if claim_controller else None
         self._handlers = ResourceHandlers(self)
         self._watches: dict[Watcher, web.BaseRequest] = {}
         self._runner: web.ServerRunner | None = None
@@ -122,6 +125,8 @@ class EmulatorServer:
             self.kubelet.start()
         if self.volume_controller is not None:
             self.volume_controller.start()
+        if self.claim_controller is not None:
+            self.claim_controller.start()
 
     async def stop(self) -> None:
         if self._runner is None:
@@ -130,6 +135,8 @@ class EmulatorServer:
             self.kubelet.stop()
         if self.volume_controller is not None:
             self.volume_controller.stop()
+        if self.claim_controller is not None:
+            self.claim_controller.stop()
         for watcher in list(self._watches):
             watcher.close()
         runner, self._runner = self._runner, None

@@ -11,7 +11,15 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import errors, quantity, validation
+from scheduler.emulator import (
+    draclaims,
+    dracommon,
+    draslices,
+    errors,
+    podclaims,
+    quantity,
+    validation,
+)
 from scheduler.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -221,7 +229,30 @@ def _kind_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
         return validation.csi_driver(obj)
     if kind == "storage.k8s.io/CSIStorageCapacity":
         return validation.csi_storage_capacity(obj)
+    if kind == "resource.k8s.io/DeviceClass":
+        return dracommon.device_class(obj)
+    if kind == "resource.k8s.io/ResourceSlice":
+        return draslices.resource_slice(obj)
+    if kind == "resource.k8s.io/ResourceClaim":
+        return draclaims.resource_claim(obj)
+    if kind == "resource.k8s.io/ResourceClaimTemplate":
+        return draclaims.resource_claim_template(obj)
     return []
+
+
+def _default_resource(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
+    """resource.k8s.io defaulting on decode (SetObjectDefaults_*) and the fields the
+    strategies drop while their feature is off."""
+    if rt.group != "resource.k8s.io":
+        return
+    spec = obj.get("spec")
+    if rt.kind == "ResourceClaim":
+        draclaims.default_claim_spec(spec)
+        draclaims.default_claim_status(obj.get("status"))
+    elif rt.kind == "ResourceClaimTemplate" and isinstance(spec, dict):
+        draclaims.default_claim_spec(spec.get("spec"))
+    elif rt.kind == "ResourceSlice":
+        draslices.drop_disabled_slice_fields(obj, old)
 
 
 def _default_storage(rt: ResourceType, obj: Obj) -> None:
@@ -292,6 +323,7 @@ def prepare_for_create(
             "expectedPods": 0,
         }
     _default_storage(rt, obj)
+    _default_resource(rt, obj)
     if not validate:
         if not obj["metadata"].get("name"):
             validate_name(rt, obj)
@@ -299,6 +331,8 @@ def prepare_for_create(
     causes = name_causes(rt, obj)
     causes += validation.object_meta(obj["metadata"])
     causes += _kind_causes(rt, obj)
+    if kind == "Pod":
+        causes += podclaims.pod_claim_causes(obj)
     _raise(rt, obj["metadata"].get("name") or "", causes)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
         from scheduler.emulator.crds import validate_crd
@@ -320,9 +354,11 @@ def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> N
     if kind == "Pod":
         if subresource == "status":
             causes += validation.pod_status(new.get("status"))
+            causes += podclaims.pod_claim_status_causes(new)
         else:
             spec = new.get("spec")
             causes += validation.pod_spec(spec if isinstance(spec, dict) else {})
+            causes += podclaims.pod_claim_causes(new)
     elif kind == "Node":
         causes += validation.node(new)
     elif kind == "scheduling.k8s.io/PriorityClass":
@@ -331,6 +367,19 @@ def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> N
         causes += validation.pod_disruption_budget(new)
     elif kind == "coordination.k8s.io/Lease":
         causes += validation.lease(new)
+    elif kind == "resource.k8s.io/ResourceClaim":
+        if subresource == "status":
+            # A status body is defaulted on decoding like any other.
+            draclaims.default_claim_status(new.get("status"))
+            causes += draclaims.resource_claim_status_update(old, new)
+        else:
+            causes += draclaims.resource_claim_update(old, new)
+    elif kind == "resource.k8s.io/ResourceClaimTemplate":
+        causes += draclaims.resource_claim_template_update(old, new)
+    elif kind == "resource.k8s.io/DeviceClass":
+        causes += dracommon.device_class(new, old)
+    elif kind == "resource.k8s.io/ResourceSlice":
+        causes += draslices.resource_slice(new, old)
     elif subresource == "status":
         pass  # storage kinds: a status update validates only metadata
     elif kind == "PersistentVolume":
@@ -352,6 +401,7 @@ def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:
     """Reject updates kube-apiserver's validation would refuse."""
     # An update body is defaulted on decoding like a create body.
     _default_storage(rt, new)
+    _default_resource(rt, new, old)
     if rt.group or rt.kind != "Pod":
         return
     old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})

@@ -237,9 +237,10 @@ async def simulate(
     )
     started = time.monotonic()
     # The volume controller completes what the scheduler's volume binding starts
-    # (claims bound, WaitForFirstConsumer volumes provisioned), as a cluster would.
+    # (claims bound, WaitForFirstConsumer volumes provisioned), as a cluster would;
+    # the claim controller creates pods' ResourceClaims from their templates.
     changes = ClusterChanges()
-    async with EmulatorServer(objects, volume_controller=True) as server:
+    async with EmulatorServer(objects, volume_controller=True, claim_controller=True) as server:
         server.store.listeners.append(changes)
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
