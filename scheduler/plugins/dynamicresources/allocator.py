@@ -70,6 +70,7 @@ __all__ = [
     "Allocator",
     "NodeAllocationError",
     "Obj",
+    "SelectorCache",
     "SliceIndex",
 ]
 

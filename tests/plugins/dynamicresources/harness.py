@@ -8,15 +8,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from scheduler.model.devicecel import SelectorCache
 
 from scheduler.plugins.dynamicresources.allocator import (
     AllocatedState,
     AllocationError,
     Allocator,
+    SelectorCache,
     SliceIndex,
 )
 from tests.plugins.dynamicresources.builders import NODE1, REGION1, Obj, node
+
+__all__ = ["Case", "SelectorCache", "results_of", "run_case"]
 
 
 @dataclass
