@@ -127,6 +127,9 @@ _LIST_ITEM_KINDS: dict[str, str] = {
     "csistoragecapacities": "CSIStorageCapacity",
     "volumeattachments": "VolumeAttachment",
     "poddisruptionbudgets": "PodDisruptionBudget",
+    "resourceclaims": "ResourceClaim",
+    "resourceslices": "ResourceSlice",
+    "deviceclasses": "DeviceClass",
 }
 
 

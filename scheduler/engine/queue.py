@@ -87,6 +87,10 @@ def scheduling_relevant_change(old: dict[str, Any], new: dict[str, Any]) -> bool
     """
     if old.get("spec") != new.get("spec"):
         return True
+    if (old.get("status") or {}).get("resourceClaimStatuses") != (new.get("status") or {}).get(
+        "resourceClaimStatuses"
+    ):
+        return True  # kube's UpdatePodGeneratedResourceClaim: its claims now exist
     old_meta = {k: v for k, v in (old.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
     new_meta = {k: v for k, v in (new.get("metadata") or {}).items() if k not in _IGNORED_METADATA}
     return old_meta != new_meta

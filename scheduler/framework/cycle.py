@@ -38,9 +38,9 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 RESOURCE_CLAIMS_UNSUPPORTED = (
-    "pod uses ResourceClaims (spec.resourceClaims), which this scheduler cannot allocate "
-    "yet (the DynamicResources plugin is not implemented); refusing rather than placing it "
-    "where kubelet cannot prepare its devices"
+    "pod uses ResourceClaims (spec.resourceClaims), but this profile does not enable the "
+    "DynamicResources plugin; refusing rather than placing it where kubelet cannot prepare "
+    "its devices"
 )
 
 
@@ -90,6 +90,10 @@ class Algorithm:
         self.nominator = nominator
         #: Reuse of node-local results across identical pods (see :mod:`.batching`).
         self.batch: BatchCache | None = BatchCache(framework) if batching else None
+        #: Whether a plugin allocates ResourceClaims' devices in this profile.
+        self._allocates_devices = any(
+            call.plugin == "DynamicResources" for call in framework.pre_filter_calls
+        )
 
     def _filter_with_nominated(
         self, state: CycleState, pod: PodInfo, feasible: NodeSet, diagnosis: Diagnosis
@@ -227,7 +231,7 @@ class Algorithm:
             return ScheduleResult(
                 Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
             )
-        if pod.resource_claims:
+        if pod.resource_claims and not self._allocates_devices:
             # Placing it as if it asked for nothing misplaces it: kubelet then
             # fails it, its devices never allocated.
             diagnosis.pre_filter_message = RESOURCE_CLAIMS_UNSUPPORTED

@@ -491,7 +491,7 @@ class Framework:
                 messages.append(candidate.status.message())
             result = candidate
         if messages and not result.status.is_success():
-            diagnosis.post_filter_message = "; ".join(messages)
+            diagnosis.post_filter_message = ", ".join(messages)  # kube: Status.Message()
         self.recorder.point_duration("PostFilter", result.status.code, time.perf_counter() - start)
         return result
 

@@ -96,5 +96,15 @@ class AssumeCache:
         if assumed is not None and _version(assumed) == _version(obj):
             del self._assumed[key]
 
+    def assumed(self) -> tuple[Obj, ...]:
+        """The assumed copies that still shadow the informer's."""
+        out: tuple[Obj, ...] = ()
+        for namespace, name in list(self._assumed):
+            self.get(namespace, name)  # drops it if the informer has moved on
+            found = self._assumed.get((namespace, name))
+            if found is not None:
+                out = (*out, found)
+        return out
+
     def __len__(self) -> int:
         return len(self._assumed)

@@ -3,7 +3,8 @@
 Resolution talks to installed plugins only through the catalog protocol, so a
 table of names, extension points, args models and priorities is a faithful
 stand-in. The table mirrors kube-scheduler's default plugins (minus the volume
-plugins, and DynamicResources, which we do not ship) plus a few third-party style plugins.
+plugins, and minus DynamicResources, so that the handling of kube plugins a
+catalog lacks can be tested) plus a few third-party style plugins.
 """
 
 from __future__ import annotations

@@ -846,7 +846,11 @@ def test_installed_default_profile_is_kube_136s_with_node_declared_features_last
     assert profile.names_at(P.PRE_FILTER)[-1] == "NodeDeclaredFeatures"
     assert profile.names_at(P.FILTER)[-1] == "NodeDeclaredFeatures"
     assert "NodeDeclaredFeatures" not in profile.names_at(P.SCORE)
-    assert "DynamicResources" not in profile.enabled_plugins
+    # DynamicResources (GA, locked on) sits just before DefaultPreemption, so that
+    # PostFilter frees an idle claim before it evicts a pod.
+    post_filter = profile.names_at(P.POST_FILTER)
+    assert list(post_filter) == ["DynamicResources", "DefaultPreemption"]
+    assert "DynamicResources" in profile.names_at(P.RESERVE)
     assert profile.warnings == ()
 
 

@@ -69,6 +69,9 @@ async def test_unschedulable_pod_reports_then_binds_when_a_node_fits(
         "0/1 nodes are available: 1 Insufficient cpu.",
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod.",
+        # kube 1.36's default profile: DynamicResources' PostFilter verdict comes first.
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: "
+        "0/1 nodes are available: 1 No preemption victims found for incoming pod.",
     )
     assert event["type"] == "Warning"
     assert event["action"] == "Scheduling"

@@ -190,14 +190,15 @@ async def harness() -> AsyncIterator[Harness]:
         await asyncio.wait_for(task, 5)
 
 
-def kube_messages(nodes: int, reason: str) -> tuple[str, str]:
-    """kube-scheduler's FailedScheduling text, without and with DefaultPreemption's part."""
+def kube_messages(nodes: int, reason: str) -> tuple[str, str, str]:
+    """kube-scheduler's FailedScheduling text: alone, with DefaultPreemption's part, and
+    with DynamicResources' PostFilter verdict before it (kube 1.36's default profile)."""
     base = f"0/{nodes} nodes are available: {nodes} {reason}."
     preemption = (
-        f" preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found "
+        f"preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found "
         "for incoming pod."
     )
-    return base, base + preemption
+    return base, f"{base} {preemption}", f"{base} no new claims to deallocate, {preemption}"
 
 
 def conflict(node: str) -> Status:

@@ -1,0 +1,677 @@
+"""DynamicResources: place a pod where the devices its ResourceClaims ask for can be allocated.
+
+kube-scheduler 1.36's plugin, extension point by extension point:
+
+- **PreEnqueue** holds a pod back until every claim it names exists (a
+  template's claim once the resourceclaim controller created it and wrote
+  its name into the pod's status).
+- **PreFilter** resolves the claims; a claim being deleted, not owned by
+  the pod, in the middle of another pod's allocation, or asking for a
+  DeviceClass that does not exist makes the pod UnschedulableAndUnresolvable
+  with kube's message. For the claims still to allocate it sets up one
+  allocator over the ResourceSlices, DeviceClasses and every device already
+  taken (allocated, written, or allocated in flight by another pod).
+- **Filter**: an allocated claim must be usable on the node (its
+  allocation's node selector); the others must all be allocatable there
+  together. Nodes that see no ResourceSlice at all are rejected as a whole
+  (one mask), the allocator runs only on the rest.
+- **Score**: firstAvailable alternatives chosen earlier in their list score
+  higher (kube's computeScore), normalized to [0, 100].
+- **Reserve** keeps the node's allocation in flight, so the next pods see
+  its devices as taken; **Unreserve** releases it (and drops the pod from
+  ``reservedFor`` if PreBind got that far); **PreBind** writes the
+  finalizer, ``status.allocation`` and the pod's ``reservedFor`` entry.
+- **PostFilter**: when no node fits and a claim the pod uses is allocated
+  where the pod cannot go, and no other pod uses it, deallocate it, so the
+  next attempt can allocate it afresh.
+
+Rejections are UnschedulableAndUnresolvable, as kube's plugin makes them:
+preemption cannot free devices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from scheduler.api import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    FilterResult,
+    NodeSet,
+    Plugin,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    Status,
+    hookimpl,
+)
+from scheduler.api.handle import Handle
+from scheduler.api.results import PostFilterResult
+from scheduler.config.durations import GoDuration
+from scheduler.model.selectors import NodeSelector, SelectorError
+from scheduler.plugins._helpers import PluginArgs, coerce_args, default_normalize_score
+from scheduler.plugins.dynamicresources.allocator import AllocationTimeout, Allocator, SelectorCache
+from scheduler.plugins.dynamicresources.claims import (
+    CLAIMS,
+    CLASSES,
+    FINALIZER,
+    SLICES,
+    ClaimUnusable,
+    Obj,
+    allocation,
+    consumer_ref,
+    first_available_score,
+    is_reserved_for,
+    meta,
+    owner_error,
+    reserved_for,
+    resolve,
+    uid,
+)
+from scheduler.plugins.dynamicresources.pools import (
+    AllocationError,
+    NodeAllocationError,
+    SliceIndex,
+)
+from scheduler.plugins.dynamicresources.tracker import ClaimTracker
+from scheduler.plugins.nodeaffinity import selector_mask
+
+NAME = "DynamicResources"
+STATE_KEY = NAME
+
+MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+#: PreBind's attempts at a claim write that loses resourceVersion races (DefaultRetry).
+CONFLICT_RETRIES = 5
+
+IntArray = npt.NDArray[np.int64]
+
+
+class DynamicResourcesArgs(PluginArgs):
+    """kube's ``DynamicResourcesArgs`` with kube 1.36's defaults."""
+
+    filter_timeout: GoDuration = Field(
+        default=10.0,
+        ge=0,
+        description="How long Filter may search for an allocation on one node before the "
+        "pod's attempt fails with an error (0: no limit).",
+    )
+    binding_timeout: GoDuration = Field(
+        default=600.0,
+        ge=1,
+        description="How long PreBind waits for devices' binding conditions (at least 1s).",
+    )
+
+
+@dataclass
+class _State:
+    """One pod's scheduling cycle: its claims and the allocations found per node."""
+
+    claims: list[Obj]
+    #: For allocated claims: where the allocation can be used (None: anywhere).
+    available_on: list[NodeSelector | None]
+    #: Indices of the claims still to allocate, in the pod's order.
+    to_allocate: list[int]
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    #: Set at Reserve: the allocation each claim gets (index -> result).
+    reserved: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    def clone(self) -> _State:
+        return self  # kube shares it too: nothing a what-if changes lives here
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DynamicResources(Plugin):
+    api_version: ClassVar[str] = "1.2"
+    name: ClassVar[str] = NAME
+    Args = DynamicResourcesArgs
+    # Verdicts never look at the pods on a node.
+    pods_via_requested: ClassVar[bool] = True
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (CLAIMS, SLICES, CLASSES)
+
+    def __init__(self, args: Any, handle: Handle) -> None:
+        super().__init__(args, handle)
+        self.args = coerce_args(DynamicResourcesArgs, args)
+        self.tracker = ClaimTracker(lambda: handle.store(*CLAIMS))
+        self.cel = SelectorCache()
+        self._slices: tuple[int, SliceIndex] | None = None
+        self._classes: tuple[int, dict[str, Obj]] | None = None
+        self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- cluster objects, re-read only when they change --------------------------------
+
+    def slice_index(self) -> SliceIndex:
+        store = self.handle.store(*SLICES)
+        revision = store.revision()
+        if self._slices is None or self._slices[0] != revision:
+            self._slices = (revision, SliceIndex(store.list()))
+        return self._slices[1]
+
+    def device_classes(self) -> dict[str, Obj]:
+        store = self.handle.store(*CLASSES)
+        revision = store.revision()
+        if self._classes is None or self._classes[0] != revision:
+            self._classes = (
+                revision,
+                {str(meta(c).get("name") or ""): c for c in store.list()},
+            )
+        return self._classes[1]
+
+    def _pod_claims(self, pod: PodInfo) -> list[Obj]:
+        """kube's foreachPodResourceClaim: every claim the pod uses, or ClaimUnusable."""
+        out: list[Obj] = []
+        for ref in resolve(pod):
+            if ref.claim is None:
+                continue
+            claim = self.tracker.get(pod.namespace, ref.claim)
+            if claim is None:
+                raise ClaimUnusable(f'could not find ResourceClaim "{pod.namespace}/{ref.claim}"')
+            if meta(claim).get("deletionTimestamp"):
+                raise ClaimUnusable(f'resourceclaim "{ref.claim}" is being deleted')
+            if ref.must_check_owner:
+                problem = owner_error(pod, claim)
+                if problem is not None:
+                    raise ClaimUnusable(problem)
+            out.append(claim)
+        return out
+
+    # -- PreEnqueue -------------------------------------------------------------------
+
+    @hookimpl
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if not pod.resource_claims:
+            return None
+        try:
+            self._pod_claims(pod)
+        except ClaimUnusable as err:
+            return Status.unresolvable(str(err))
+        return None
+
+    # -- PreFilter --------------------------------------------------------------------
+
+    @hookimpl
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
+        if not pod.resource_claims:
+            return Status.skip()
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimUnusable as err:
+            return Status.unresolvable(str(err))
+        if not claims:
+            return Status.skip()
+        data = _State(claims, [None] * len(claims), [])
+        state.write(STATE_KEY, data)
+        classes = self.device_classes()
+        for index, claim in enumerate(claims):
+            found = allocation(claim)
+            if found is not None:
+                raw_selector = found.get("nodeSelector")
+                if raw_selector:
+                    data.available_on[index] = self._node_selector(claim, raw_selector)
+                continue
+            data.to_allocate.append(index)
+            if self.tracker.pending_allocation(uid(claim)) is not None:
+                m = meta(claim)
+                return Status.unresolvable(
+                    f"resource claim {m.get('namespace')}/{m.get('name')} "
+                    "is in the process of being allocated"
+                )
+            problem = _class_problem(claim, classes)
+            if problem is not None:
+                return problem
+        if data.to_allocate:
+            data.allocator = Allocator(self.slice_index(), classes, self.tracker.taken(), self.cel)
+        return None
+
+    def _node_selector(self, claim: Obj, raw: Any) -> NodeSelector | None:
+        key = f"{meta(claim).get('namespace')}/{meta(claim).get('name')}"
+        version = str(meta(claim).get("resourceVersion") or "")
+        cached = self._selectors.get(key)
+        if cached is not None and cached[0] == version and version:
+            return cached[1]
+        try:
+            selector: NodeSelector | None = NodeSelector.from_dict(
+                raw, "status.allocation.nodeSelector", lazy=True
+            )
+        except SelectorError:
+            selector = NodeSelector()  # matches nothing
+        if len(self._selectors) > 100_000:
+            self._selectors.clear()
+        self._selectors[key] = (version, selector)
+        return selector
+
+    # -- Filter -----------------------------------------------------------------------
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult | Status:
+        data = state.get(STATE_KEY)
+        result = FilterResult(len(nodes))
+        if not isinstance(data, _State):
+            return result
+        unavailable = np.zeros(len(nodes), dtype=np.bool_)
+        for index, selector in enumerate(data.available_on):
+            if selector is None:
+                continue
+            misses = ~selector_mask(selector, nodes)
+            if misses.any():
+                data.unavailable.add(index)
+                unavailable |= misses
+        if unavailable.any():
+            result.reject(unavailable, MSG_NOT_AVAILABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        allocator = data.allocator
+        if allocator is None:
+            return result
+        table = nodes.table
+        candidates = ~unavailable
+        names = table.names
+        rows = nodes.rows.tolist()
+        summary = allocator.slices.nodes_with_devices()
+        claims = [data.claims[i] for i in data.to_allocate]
+        if summary.non_local or not all(_requests(c) for c in claims):
+            # A claim without requests allocates anywhere; other slices may
+            # reach any node: only the allocator can tell.
+            reachable = candidates
+        else:
+            # No slice but node-local ones: nodes without one see no device.
+            local = summary.local_nodes
+            reachable = candidates & np.fromiter(
+                (names[row] in local for row in rows), dtype=np.bool_, count=len(rows)
+            )
+        cannot = candidates & ~reachable
+        invalid_pools: str | None = None
+        invalid = np.zeros(len(nodes), dtype=np.bool_)
+        timeout = self.args.filter_timeout
+        for k in np.flatnonzero(reachable).tolist():
+            row = rows[k]
+            node_name = names[row]
+            node = {"metadata": {"name": node_name, "labels": table.node_info(row).labels}}
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            try:
+                found = allocator.allocate(node, claims, deadline=deadline)
+            except AllocationTimeout:
+                return Status.error_status(
+                    f"node {node_name}: timed out trying to allocate devices"
+                )
+            except NodeAllocationError as err:
+                # kube's ErrFailedAllocationOnNode: this node only.
+                invalid[k] = True
+                invalid_pools = str(err)
+                continue
+            except AllocationError as err:
+                return Status.error_status(str(err))
+            if found is None or len(found) != len(claims):
+                cannot[k] = True
+                continue
+            data.node_allocations[node_name] = found
+        if cannot.any():
+            result.reject(cannot, MSG_CANNOT_ALLOCATE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        if invalid_pools is not None:
+            result.reject(invalid, invalid_pools, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return result
+
+    # -- Score ------------------------------------------------------------------------
+
+    @hookimpl
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State) or not any(
+            (c.get("spec") or {}).get("devices", {}).get("requests") for c in data.claims
+        ):
+            return Status.skip()
+        return None
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray | Status:
+        data = state.get(STATE_KEY)
+        out = np.zeros(len(nodes), dtype=np.int64)
+        if not isinstance(data, _State):
+            return out
+        names = nodes.table.names
+        for k, row in enumerate(nodes.rows.tolist()):
+            found = data.node_allocations.get(names[row])
+            if found is None and data.to_allocate:
+                continue
+            new = iter(found or ())
+            total = 0
+            for claim in data.claims:
+                current = allocation(claim)
+                total += first_available_score(
+                    claim, current if current is not None else next(new, None)
+                )
+            out[k] = total
+        return out
+
+    @hookimpl
+    def normalize_score(
+        self, state: CycleState, pod: PodInfo, nodes: NodeSet, scores: IntArray
+    ) -> IntArray:
+        return default_normalize_score(scores, reverse=False)
+
+    # -- Reserve / Unreserve ----------------------------------------------------------
+
+    @hookimpl
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State) or not data.to_allocate:
+            return None
+        found = data.node_allocations.get(node_name)
+        if found is None or len(found) != len(data.to_allocate):
+            return Status.error_status("claim allocation not found for node")
+        for index, result in zip(data.to_allocate, found, strict=True):
+            claim = data.claims[index]
+            data.reserved[index] = result
+            self.tracker.signal_pending(uid(claim), _allocated_copy(claim, result))
+        return None
+
+    @hookimpl
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            return
+        for index, claim in enumerate(data.claims):
+            if index in data.reserved and self.tracker.maybe_remove_pending(uid(claim)):
+                self.tracker.restore(claim)
+            if allocation(claim) is not None and is_reserved_for(pod, claim):
+                self._spawn(self._unreserve_claim(claim, pod))
+        data.reserved.clear()
+
+    async def _unreserve_claim(self, claim: Obj, pod: PodInfo) -> None:
+        """Drop the pod from ``reservedFor`` (a strategic-merge patch, as kube sends)."""
+        m = meta(claim)
+        patch = {
+            "metadata": {"uid": m.get("uid")},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
+        }
+        try:
+            await self.handle.client.request(
+                "PATCH",
+                _claim_path(claim) + "/status",
+                body=patch,
+                content_type="application/strategic-merge-patch+json",
+            )
+        except Exception as err:  # retried when the pod is scheduled again
+            self.handle.logger.warning(
+                "unreserve failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+            )
+
+    def _spawn(self, coro: Any) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            coro.close()
+            return
+        task: asyncio.Task[None] = loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def background_tasks(self) -> frozenset[asyncio.Task[None]]:
+        return frozenset(self._tasks)
+
+    # -- PreBind ----------------------------------------------------------------------
+
+    @hookimpl
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            return None
+        for index, claim in enumerate(data.claims):
+            if is_reserved_for(pod, claim):
+                continue
+            try:
+                data.claims[index] = await self._bind_claim(pod, claim, data.reserved.get(index))
+            except _BindError as err:
+                return Status.error_status(str(err))
+        return None
+
+    async def _bind_claim(self, pod: PodInfo, claim: Obj, result: Mapping[str, Any] | None) -> Obj:
+        """kube's bindClaim: write the allocation (if ours) and the pod's reservation."""
+        client = self.handle.client
+        claim_uid = uid(claim)
+        written: Obj | None = None
+        try:
+            current: dict[str, Any] = _deep_copy(claim)
+            for attempt in range(CONFLICT_RETRIES):
+                if attempt:
+                    try:
+                        fetched = await client.request("GET", _claim_path(claim))
+                    except Exception as err:
+                        raise _BindError(
+                            f"get updated claim {_claim_key(claim)} after conflict: {err}"
+                        ) from err
+                    current = _deep_copy(fetched)
+                if meta(current).get("deletionTimestamp"):
+                    raise _BindError(f"claim {_claim_key(claim)} got deleted in the meantime")
+                try:
+                    written = await self._write_claim(pod, current, result)
+                    break
+                except _Conflict:
+                    continue
+            else:
+                raise _BindError(
+                    f"add reservation to claim {_claim_key(claim)}: the object has been "
+                    "modified; please apply your changes to the latest version and try again"
+                )
+        finally:
+            assumed = written is not None and self.tracker.assume_written(written)
+            if result is not None:
+                self.tracker.maybe_remove_pending(claim_uid, force=assumed)
+        assert written is not None
+        return written
+
+    async def _write_claim(
+        self, pod: PodInfo, claim: dict[str, Any], result: Mapping[str, Any] | None
+    ) -> Obj:
+        client = self.handle.client
+        status = claim.setdefault("status", {})
+        if result is not None:
+            if status.get("allocation") is not None:
+                raise _BindError(
+                    f"claim {_claim_key(claim)} got allocated elsewhere in the meantime"
+                )
+            finalizers = claim["metadata"].setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+                try:
+                    updated = await client.request("PUT", _claim_path(claim), body=claim)
+                except Exception as err:
+                    if _is_conflict(err):
+                        raise _Conflict from err
+                    raise _BindError(f"add finalizer to claim {_claim_key(claim)}: {err}") from err
+                claim = _deep_copy(updated)
+                status = claim.setdefault("status", {})
+            status["allocation"] = _deep_copy(result)
+        status.setdefault("reservedFor", [])
+        status["reservedFor"] = [*(status.get("reservedFor") or []), consumer_ref(pod)]
+        if status.get("allocation") is None:
+            raise _BindError(f"claim {_claim_key(claim)} got deallocated elsewhere in the meantime")
+        if not status["allocation"].get("allocationTimestamp"):
+            status["allocation"]["allocationTimestamp"] = _now()
+        try:
+            updated = await client.request("PUT", _claim_path(claim) + "/status", body=claim)
+        except Exception as err:
+            if _is_conflict(err):
+                raise _Conflict from err
+            what = (
+                "add allocation and reservation to" if result is not None else "add reservation to"
+            )
+            raise _BindError(f"{what} claim {_claim_key(claim)}: {err}") from err
+        return updated if isinstance(updated, Mapping) else claim
+
+    # -- PostFilter -------------------------------------------------------------------
+
+    @hookimpl
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, diagnosis: Any
+    ) -> PostFilterResult | Status | None:
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State):
+            return Status.unschedulable("no new claims to deallocate")
+        for index in sorted(data.unavailable):
+            claim = data.claims[index]
+            users = reserved_for(claim)
+            if not users or (len(users) == 1 and str(users[0].get("uid") or "") == pod.uid):
+                self._spawn(self._deallocate(claim, pod))
+                return Status.unschedulable("deallocation of ResourceClaim completed")
+        return Status.unschedulable("still not schedulable")
+
+    async def _deallocate(self, claim: Obj, pod: PodInfo) -> None:
+        body = _deep_copy(claim)
+        status = body.setdefault("status", {})
+        for field_ in ("reservedFor", "allocation", "devices"):
+            status.pop(field_, None)
+        try:
+            await self.handle.client.request("PUT", _claim_path(claim) + "/status", body=body)
+        except Exception as err:
+            self.handle.logger.warning(
+                "deallocation failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+            )
+
+    # -- queueing hints ---------------------------------------------------------------
+
+    @hookimpl
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_ALLOCATABLE,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("ResourceClaim", ActionType.ADD | ActionType.UPDATE),
+                self._claim_changed,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE), self._pod_changed
+            ),
+            ClusterEventWithHint(ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE)),
+            ClusterEventWithHint(ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE)),
+        ]
+
+    def _claim_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's isSchedulableAfterClaimChange."""
+        if not isinstance(new, Mapping):
+            return QueueingHint.QUEUE
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimUnusable:
+            return QueueingHint.SKIP
+        if isinstance(old, Mapping) and allocation(old) is not None and allocation(new) is None:
+            return QueueingHint.QUEUE  # devices were freed
+        if not any(uid(c) == uid(new) for c in claims):
+            return QueueingHint.SKIP
+        if not isinstance(old, Mapping):
+            return QueueingHint.QUEUE
+        if (old.get("status") or {}) == (new.get("status") or {}):
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    def _pod_changed(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's isSchedulableAfterPodChange: the pod's own claims got created."""
+        raw = getattr(new, "raw", new)
+        if not isinstance(raw, Mapping) or str((raw.get("metadata") or {}).get("uid") or "") != (
+            pod.uid
+        ):
+            return QueueingHint.SKIP
+        changed = new if isinstance(new, PodInfo) else PodInfo.from_dict(dict(raw))
+        try:
+            self._pod_claims(changed)
+        except ClaimUnusable:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+
+class _BindError(Exception):
+    pass
+
+
+class _Conflict(Exception):
+    pass
+
+
+def _is_conflict(err: Exception) -> bool:
+    return getattr(err, "status", None) == 409
+
+
+def _class_problem(claim: Obj, classes: Mapping[str, Obj]) -> Status | None:
+    """kube's validateDeviceClass over a claim's requests."""
+    m = meta(claim)
+    shown = f"{m.get('namespace')}/{m.get('name')}"
+    requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+    for request in requests:
+        request_name = str(request.get("name") or "")
+        exactly = request.get("exactly")
+        alternatives: Sequence[Mapping[str, Any]] = request.get("firstAvailable") or ()
+        if exactly is not None:
+            checks = [(str(exactly.get("deviceClassName") or ""), request_name)]
+        elif alternatives:
+            checks = [
+                (str(sub.get("deviceClassName") or ""), f"{request_name}/{sub.get('name')}")
+                for sub in alternatives
+            ]
+        else:
+            return Status.unresolvable(
+                f"resource claim {shown}, request {request_name}: unknown request type"
+            )
+        for class_name, shown_request in checks:
+            if not class_name:
+                return Status.error_status(f"request {shown_request}: unsupported request type")
+            if class_name not in classes:
+                return Status.unresolvable(
+                    f"request {shown_request}: device class {class_name} does not exist"
+                )
+    return None
+
+
+def _requests(claim: Obj) -> list[Any]:
+    return list(((claim.get("spec") or {}).get("devices") or {}).get("requests") or ())
+
+
+def _allocated_copy(claim: Obj, result: Mapping[str, Any]) -> Obj:
+    copy: dict[str, Any] = _deep_copy(claim)
+    finalizers = copy["metadata"].setdefault("finalizers", [])
+    if FINALIZER not in finalizers:
+        finalizers.append(FINALIZER)
+    copy.setdefault("status", {})["allocation"] = result
+    return copy
+
+
+def _deep_copy(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _deep_copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_deep_copy(v) for v in obj]
+    return obj
+
+
+def _claim_key(claim: Obj) -> str:
+    m = meta(claim)
+    return f"{m.get('namespace')}/{m.get('name')}"
+
+
+def _claim_path(claim: Obj) -> str:
+    m = meta(claim)
+    return (
+        f"/apis/resource.k8s.io/v1/namespaces/{m.get('namespace')}/resourceclaims/{m.get('name')}"
+    )

@@ -1,0 +1,153 @@
+"""ResourceClaims as the scheduler must see them, and which devices are taken (kube's claimTracker).
+
+Three sources make a device taken, and a pod must never get one of them:
+
+- claims the informer shows allocated;
+- claims PreBind has written but the informer has not delivered yet (kept
+  in the assume cache until it does);
+- allocations made at Reserve and not yet written ("in flight"), counted
+  once per claim however many pods in flight share it.
+
+Devices given with admin access are never counted: they stay usable by
+others, as in kube. The informer part is kept incrementally (a reference
+count per device, refreshed only for claim objects that changed since the
+last look), so a pod's cycle does not re-read every claim of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api import ObjectStore
+from scheduler.plugins.assumecache import AssumeCache, AssumeError
+from scheduler.plugins.dynamicresources.claims import Obj, allocation, key
+from scheduler.plugins.dynamicresources.state import AllocatedState
+
+DeviceID = tuple[str, str, str]  # driver, pool, device
+
+
+def allocated_devices(claim: Obj) -> tuple[DeviceID, ...]:
+    """kube's foreachAllocatedDevice: the devices a claim holds exclusively."""
+    found = allocation(claim)
+    if found is None:
+        return ()
+    devices = found.get("devices") or {}
+    out: list[DeviceID] = []
+    for result in devices.get("results") or ():
+        if not isinstance(result, Mapping) or result.get("adminAccess"):
+            continue
+        out.append((str(result.get("driver")), str(result.get("pool")), str(result.get("device"))))
+    return tuple(out)
+
+
+def _has_shares(claim: Obj) -> bool:
+    found = allocation(claim)
+    results = ((found or {}).get("devices") or {}).get("results") or ()
+    return any(isinstance(r, Mapping) and r.get("shareID") is not None for r in results)
+
+
+@dataclass
+class _InFlight:
+    claim: Obj
+    sharers: int
+
+
+class ClaimTracker:
+    def __init__(self, store: Callable[[], ObjectStore]) -> None:
+        self._store = store
+        self.cache = AssumeCache(store)
+        self._in_flight: dict[str, _InFlight] = {}
+        self._seen_revision: int | None = None
+        self._by_key: dict[str, tuple[Obj, tuple[DeviceID, ...]]] = {}
+        self._counts: Counter[DeviceID] = Counter()
+        self._shared: dict[str, Obj] = {}
+
+    # -- reading claims ---------------------------------------------------------------
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.cache.get(namespace, name)
+
+    # -- in-flight allocations (Reserve .. PreBind) -----------------------------------
+
+    def pending_allocation(self, claim_uid: str) -> Mapping[str, Any] | None:
+        found = self._in_flight.get(claim_uid)
+        return allocation(found.claim) if found is not None else None
+
+    def signal_pending(self, claim_uid: str, allocated_claim: Obj) -> None:
+        found = self._in_flight.get(claim_uid)
+        if found is not None:
+            found.sharers += 1
+        else:
+            self._in_flight[claim_uid] = _InFlight(allocated_claim, 1)
+
+    def maybe_remove_pending(self, claim_uid: str, force: bool = False) -> bool:
+        """Drop a pod's share of an in-flight allocation; True when it is gone."""
+        found = self._in_flight.get(claim_uid)
+        if found is None:
+            return False
+        if force or found.sharers == 1:
+            del self._in_flight[claim_uid]
+            return True
+        found.sharers -= 1
+        return False
+
+    # -- after API writes -------------------------------------------------------------
+
+    def assume_written(self, claim: Obj) -> bool:
+        """Keep what PreBind wrote until the informer delivers it; False if it cannot."""
+        try:
+            self.cache.assume(claim)
+        except AssumeError:
+            return False
+        return True
+
+    def restore(self, claim: Obj) -> None:
+        self.cache.restore(claim)
+
+    # -- taken devices ----------------------------------------------------------------
+
+    def taken(self) -> AllocatedState:
+        """Every device (or share of one) no new allocation may use."""
+        self._refresh()
+        state = AllocatedState(devices=set(self._counts))
+        for claim in self._shared.values():
+            state.add_claim(claim)
+        for flight in self._in_flight.values():
+            state.add_claim(flight.claim)
+        for claim in self.cache.assumed():
+            state.add_claim(claim)
+        return state
+
+    def _refresh(self) -> None:
+        store = self._store()
+        revision = store.revision()
+        if revision == self._seen_revision:
+            return
+        by_key = self._by_key
+        counts = self._counts
+        seen: set[str] = set()
+        for claim in store.list():
+            k = key(claim)
+            seen.add(k)
+            previous = by_key.get(k)
+            if previous is not None and previous[0] is claim:
+                continue
+            devices = allocated_devices(claim)
+            if previous is not None:
+                counts.subtract(previous[1])
+            self._shared.pop(k, None)
+            if _has_shares(claim):
+                self._shared[k] = claim  # consumable capacity: counted per share
+                devices = ()
+            counts.update(devices)
+            by_key[k] = (claim, devices)
+        if len(seen) != len(by_key):
+            for k in [k for k in by_key if k not in seen]:
+                counts.subtract(by_key.pop(k)[1])
+                self._shared.pop(k, None)
+        for device in [d for d, n in counts.items() if n <= 0]:
+            del counts[device]
+        self._seen_revision = revision
