@@ -4,9 +4,9 @@ The defaults are kube-scheduler 1.36's list (``getDefaultPlugins`` with the
 feature gates that are on by default applied), expressed as ``multiPoint``
 entries exactly as kube does, so the precedence rules treat them the same way.
 Plugins of this list that are not installed are dropped from the *defaults
-only* (silently: we do not implement DynamicResources, and a user who never
-named it should not be told about it); a plugin the user enables that is not
-installed is always an error.
+only* (silently: a user who never named, say, GangScheduling should not be
+told about it); a plugin the user enables that is not installed is always an
+error.
 """
 
 from __future__ import annotations

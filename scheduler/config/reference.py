@@ -40,7 +40,7 @@ The config file is a kube-scheduler `KubeSchedulerConfiguration`
 (`apiVersion: kubescheduler.config.k8s.io/v1`), YAML or JSON. An existing
 kube-scheduler 1.36 config loads unchanged unless it enables a plugin that is
 not installed: enabling one of kube's plugins that pluggable-scheduler does
-not implement yet (such as `DynamicResources` or `GangScheduling`) is an
+not implement yet (such as `GangScheduling` or `TopologyPlacementGenerator`) is an
 error that says so, while disabling it is accepted and its `pluginConfig` is
 ignored with a warning.
 pluggable-scheduler's own settings live under `pluggableScheduler`, at the top

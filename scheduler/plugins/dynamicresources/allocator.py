@@ -169,8 +169,8 @@ class Allocator:
         #: kube's ``NumAllocateOneInvocations``, summed over all ``allocate`` calls.
         self.num_allocate_one_invocations = 0
         self._shared_keys = {shared[:3] for shared in allocated.shared_devices}
-        self._verdicts: dict[tuple[int, str], bool | CelError] = {}
-        self._inputs: dict[int, DeviceInput] = {}
+        self._verdicts: dict[tuple[int, str], bool | CelError] = slices.verdicts
+        self._inputs: dict[int, DeviceInput] = slices.device_inputs
         self._compiled: dict[str, CompiledSelector | CelCompileError] = {}
         # Counters still free per pool, from allocated claims only (kube keys this
         # by pool name alone, so pools of different drivers with one name share it).

@@ -343,6 +343,11 @@ class SliceIndex:
                 self._shared.append(parsed)
             self._by_pool.setdefault(parsed.pool_key, []).append(parsed)
         self._pool_cache: dict[tuple[PoolKey, tuple[int, ...], bool], Pool] = {}
+        #: Selector verdicts and CEL inputs per device, kept by the allocators of
+        #: every pod while this slice set lasts: a device's attributes do not
+        #: change without a new SliceIndex, so neither does a verdict on it.
+        self.verdicts: dict[tuple[int, str], Any] = {}
+        self.device_inputs: dict[int, Any] = {}
 
     def nodes_with_devices(self) -> NodeDeviceSummary:
         """Nodes with node-local slices, and whether other slices exist at all."""
