@@ -63,6 +63,13 @@ from scheduler.config.durations import GoDuration
 from scheduler.model.selectors import NodeSelector, SelectorError
 from scheduler.plugins._helpers import PluginArgs, coerce_args, default_normalize_score
 from scheduler.plugins.dynamicresources.allocator import AllocationTimeout, Allocator, SelectorCache
+from scheduler.plugins.dynamicresources.bindingconditions import (
+    ERR_BINDING_TIMEOUT,
+    BindingFailed,
+    claim_ready,
+    claim_timed_out,
+    has_binding_conditions,
+)
 from scheduler.plugins.dynamicresources.claims import (
     CLAIMS,
     CLASSES,
@@ -92,6 +99,8 @@ NAME = "DynamicResources"
 STATE_KEY = NAME
 
 MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
+#: How often PreBind looks at the claims while devices' binding conditions are pending.
+BINDING_POLL_SECONDS = 5.0
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
 #: PreBind's attempts at a claim write that loses resourceVersion races (DefaultRetry).
 CONFLICT_RETRIES = 5
@@ -149,6 +158,9 @@ class DynamicResources(Plugin):
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)
         self.args = coerce_args(DynamicResourcesArgs, args)
+        #: PreBind may wait up to bindingTimeout for binding conditions; the
+        #: framework honours that over its shorter default PreBind limit.
+        self.pre_bind_timeout = float(self.args.binding_timeout) + 5.0
         self.tracker = ClaimTracker(lambda: handle.store(*CLAIMS))
         self.cel = SelectorCache()
         self._slices: tuple[int, SliceIndex] | None = None
@@ -274,6 +286,19 @@ class DynamicResources(Plugin):
             if misses.any():
                 data.unavailable.add(index)
                 unavailable |= misses
+        for index, claim in enumerate(data.claims):
+            if allocation(claim) is None or not has_binding_conditions((claim,)):
+                continue
+            try:
+                blocked = not claim_ready(claim) and claim_timed_out(
+                    claim, self.args.binding_timeout
+                )
+            except BindingFailed:
+                blocked = True
+            if blocked:
+                # Its devices never became ready: PostFilter may deallocate it.
+                data.unavailable.add(index)
+                unavailable[:] = True
         if unavailable.any():
             result.reject(unavailable, MSG_NOT_AVAILABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
         allocator = data.allocator
@@ -440,7 +465,45 @@ class DynamicResources(Plugin):
                 data.claims[index] = await self._bind_claim(pod, claim, data.reserved.get(index))
             except _BindError as err:
                 return Status.error_status(str(err))
+        if has_binding_conditions(data.claims):
+            return await self._await_binding_conditions(pod, node_name, data)
         return None
+
+    async def _await_binding_conditions(
+        self, pod: PodInfo, node_name: str, data: _State
+    ) -> Status | None:
+        """kube's wait for device binding conditions: poll the claims until ready."""
+        self.handle.record_event(
+            pod,
+            "Normal",
+            "BindingConditionsPending",
+            f"waiting for binding conditions for device on node {node_name}",
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.args.binding_timeout
+        while True:
+            ready = True
+            for index, claim in enumerate(data.claims):
+                m = meta(claim)
+                current = self.tracker.get(str(m.get("namespace")), str(m.get("name")))
+                if current is None:
+                    return Status.error_status(
+                        f'could not find ResourceClaim "{_claim_key(claim)}"'
+                    )
+                data.claims[index] = current
+                try:
+                    if claim_ready(current):
+                        continue
+                except BindingFailed as err:
+                    return Status.error_status(str(err))
+                if claim_timed_out(current, self.args.binding_timeout):
+                    return Status.error_status(f"{ERR_BINDING_TIMEOUT}: claim={m.get('name')}")
+                ready = False
+            if ready:
+                return None
+            if loop.time() >= deadline:
+                return Status.error_status(f"{ERR_BINDING_TIMEOUT}: context deadline exceeded")
+            await asyncio.sleep(BINDING_POLL_SECONDS)
 
     async def _bind_claim(self, pod: PodInfo, claim: Obj, result: Mapping[str, Any] | None) -> Obj:
         """kube's bindClaim: write the allocation (if ours) and the pod's reservation."""

@@ -237,3 +237,51 @@ def test_pod_without_claims_is_untouched(catalog: PluginCatalog) -> None:
     plain["spec"]["containers"][0]["resources"] = {}
     result = run(catalog, CLUSTER, plain)
     assert sorted(result.feasible) == ["node-a", "node-b", "node-c"]
+
+
+def with_binding_conditions(
+    status: dict[str, Any], conditions: list[dict[str, Any]], stamp: str
+) -> dict[str, Any]:
+    result = status["allocation"]["devices"]["results"][0]
+    result["bindingConditions"] = ["Attached"]
+    result["bindingFailureConditions"] = ["AttachFailed"]
+    status["allocation"]["allocationTimestamp"] = stamp
+    status["devices"] = [
+        {
+            "driver": DRIVER,
+            "pool": result["pool"],
+            "device": result["device"],
+            "conditions": conditions,
+        }
+    ]
+    return status
+
+
+def condition(kind: str, value: str) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "status": value,
+        "reason": "Fabric",
+        "message": "no path",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+NOW = "2099-01-01T00:00:00Z"  # an allocation that cannot have timed out yet
+
+
+@pytest.mark.parametrize(
+    ("conditions", "stamp", "usable"),
+    [
+        ([condition("Attached", "False")], NOW, True),  # still waiting, within the timeout
+        ([condition("AttachFailed", "True")], NOW, False),  # failed: free it for PostFilter
+        ([condition("Attached", "False")], "2020-01-01T00:00:00Z", False),  # timed out
+        ([condition("Attached", "True")], "2020-01-01T00:00:00Z", True),  # ready
+    ],
+)
+def test_binding_conditions_of_an_allocated_claim(
+    catalog: PluginCatalog, conditions: list[dict[str, Any]], stamp: str, usable: bool
+) -> None:
+    status = with_binding_conditions(allocated_on("node-b", "gpu-1"), conditions, stamp)
+    result = run(catalog, [*CLUSTER, claim("mine", status=status)], pod("p", "mine"))
+    assert result.feasible == (["node-b"] if usable else [])
