@@ -8,7 +8,9 @@ disagree, the real kube-apiserver is right. Tests get a kubernetes-asyncio
 ApiClient and a namespace of their own, so they never see each other's objects.
 
 The real backend runs no controllers; a test that needs PVCs bound or ephemeral
-volumes' claims created asks for ``volume_controllers`` as well.
+volumes' claims created asks for ``volume_controllers`` as well, one that needs
+ResourceClaims made from templates and released after their pods for
+``dra_controllers``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pytest
 
 from scheduler.emulator import EmulatorServer
 from scheduler.testing.controlplane import (
+    DRA_CONTROLLERS,
     ControlPlaneError,
     KubeControllerManagerProcess,
     ensure_binaries,
@@ -127,6 +130,35 @@ def volume_controllers(
     except ControlPlaneError as error:
         pytest.skip(f"kube-controller-manager cannot be built: {error}")
     with run_kube_controller_manager(kube_backend.kubeconfig, bin_dir=bin_dir) as process:
+        yield process
+
+
+@pytest.fixture(scope="session")
+def dra_controllers(
+    request: pytest.FixtureRequest, kube_backend: KubeBackend
+) -> Iterator[KubeControllerManagerProcess | None]:
+    """kube-controller-manager's ResourceClaim controller, on the real backend.
+
+    Like ``volume_controllers`` (its own session-scoped process, only
+    ``DRA_CONTROLLERS``, skipped when the binaries cannot be built): pods naming a
+    ResourceClaimTemplate get their claims, and a deleted pod's claims lose its
+    reservation and, when nobody else reserves them, their allocation. A separate
+    process rather than one shared with the volume controllers, because a session
+    fixture cannot widen the controller list of a process already running.
+
+    On the emulator: None (``claim_controller`` in tests/e2e runs the emulator's
+    own ResourceClaim controller there).
+    """
+    if kube_backend.kind != "real":
+        yield None
+        return
+    try:
+        bin_dir: Path = request.getfixturevalue("control_plane_binaries")
+    except ControlPlaneError as error:
+        pytest.skip(f"kube-controller-manager cannot be built: {error}")
+    with run_kube_controller_manager(
+        kube_backend.kubeconfig, controllers=DRA_CONTROLLERS, bin_dir=bin_dir
+    ) as process:
         yield process
 
 

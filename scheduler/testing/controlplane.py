@@ -21,9 +21,10 @@ Entry points:
   benchmarks and the oracle for fidelity tests.
 - :func:`run_kube_controller_manager` runs the built kube-controller-manager against
   a control plane, with only the controllers a test asks for (by default the
-  PersistentVolume binder and the ephemeral-volume controller). It is *not* part of
-  :func:`start_control_plane`: a control plane runs without any controllers unless
-  a test (or the ``volume_controllers`` fixture) starts them.
+  PersistentVolume binder and the ephemeral-volume controller; :data:`DRA_CONTROLLERS`
+  for ResourceClaims). It is *not* part of :func:`start_control_plane`: a control
+  plane runs without any controllers unless a test (or the ``volume_controllers``
+  and ``dra_controllers`` fixtures) starts them.
 - :class:`RestClient` is a small synchronous JSON client for test set-up, so that
   starting a control plane needs neither an event loop nor generated models.
 
@@ -67,6 +68,7 @@ import yaml
 __all__ = [
     "ADMIN",
     "DEFAULT_USERS",
+    "DRA_CONTROLLERS",
     "KUBE_SCHEDULER",
     "SCHEDULER_SERVICE_ACCOUNT",
     "UNPRIVILEGED",
@@ -1118,6 +1120,16 @@ def run_kube_scheduler(
 #: kube-controller-manager 1.36 accepts them in ``--controllers``.
 VOLUME_CONTROLLERS: Final = ("persistentvolume-binder-controller", "ephemeral-volume-controller")
 
+#: The controller a Dynamic Resource Allocation test needs: the ResourceClaim
+#: controller creates a pod's claims from its ResourceClaimTemplates (recording
+#: them in ``status.resourceClaimStatuses``, which the scheduler waits for) and,
+#: once a pod is gone, drops it from its claims' ``reservedFor`` and deallocates a
+#: claim nobody reserves, so that its devices are free again. The garbage collector
+#: is not run, so a deleted pod's generated claim stays, deallocated. kube-apiserver
+#: 1.36 serves resource.k8s.io/v1 by default and DynamicResourceAllocation is GA
+#: (locked on), so no flags are needed.
+DRA_CONTROLLERS: Final = ("resourceclaim-controller",)
+
 
 @dataclasses.dataclass
 class KubeControllerManagerProcess(_RunningComponent):
@@ -1232,6 +1244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help=f"also run kube-controller-manager with {', '.join(VOLUME_CONTROLLERS)}",
     )
+    up.add_argument(
+        "--dra-controllers",
+        action="store_true",
+        help=f"also run kube-controller-manager with {', '.join(DRA_CONTROLLERS)}",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     started = time.monotonic()
@@ -1241,8 +1258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     with contextlib.ExitStack() as stack:
         plane = stack.enter_context(start_control_plane(workdir=args.workdir))
-        if args.volume_controllers:
-            stack.enter_context(plane.run_controller_manager())
+        controllers = [
+            *(VOLUME_CONTROLLERS if args.volume_controllers else ()),
+            *(DRA_CONTROLLERS if args.dra_controllers else ()),
+        ]
+        if controllers:
+            stack.enter_context(plane.run_controller_manager(controllers))
         print(f"ready in {time.monotonic() - started:.1f} s: {plane.server}")
         print(f"export KUBECONFIG={plane.kubeconfig}")
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop cleanly on SIGTERM too

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from scheduler.config.loading import load_config
+from scheduler.emulator.claimcontroller import ClaimController
 from scheduler.emulator.volumecontroller import VolumeController
 from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
@@ -349,6 +350,24 @@ async def pv_controller(
         yield None
         return
     controller = VolumeController(emulator.store)
+    emulator.call(controller.start)
+    try:
+        yield None
+    finally:
+        emulator.call(controller.stop)
+
+
+@pytest.fixture
+async def claim_controller(
+    kube_backend: KubeBackend, request: pytest.FixtureRequest
+) -> AsyncIterator[None]:
+    """The backend's ResourceClaim controller: kube-controller-manager's or the emulator's."""
+    emulator = kube_backend.emulator
+    if emulator is None:
+        request.getfixturevalue("dra_controllers")
+        yield None
+        return
+    controller = ClaimController(emulator.store)
     emulator.call(controller.start)
     try:
         yield None
