@@ -51,6 +51,10 @@ EXPECTED_CLUSTER_RULES = {
             "volumeattachments",
         )
     ),
+    ("resource.k8s.io", "resourceclaims", frozenset({"get", "list", "watch", "update"})),
+    ("resource.k8s.io", "resourceclaims/status", frozenset({"update", "patch"})),
+    ("resource.k8s.io", "resourceslices", frozenset({"list", "watch"})),
+    ("resource.k8s.io", "deviceclasses", frozenset({"list", "watch"})),
 }
 
 

@@ -310,6 +310,9 @@ def test_service_account_is_denied_what_the_daemon_does_not_need(plane: ControlP
          "namespace": NAMESPACE, "name": "pluggable-scheduler"},
         {"verb": "create", "group": "coordination.k8s.io", "resource": "leases",
          "namespace": NAMESPACE},
+        {"verb": "watch", "group": "resource.k8s.io", "resource": "resourceslices"},
+        {"verb": "update", "group": "resource.k8s.io", "resource": "resourceclaims",
+         "subresource": "status", "namespace": "any"},
     ]  # fmt: skip
     denied = [
         {"verb": "delete", "resource": "nodes"},
@@ -334,6 +337,10 @@ def test_service_account_is_denied_what_the_daemon_does_not_need(plane: ControlP
          "namespace": NAMESPACE, "name": "pluggable-scheduler"},
         {"verb": "create", "group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings"},
         {"verb": "list", "group": "scheduling.x-k8s.io", "resource": "podgroups"},
+        {"verb": "delete", "group": "resource.k8s.io", "resource": "resourceslices",
+         "name": "any"},
+        {"verb": "update", "group": "resource.k8s.io", "resource": "deviceclasses",
+         "name": "any"},
     ]  # fmt: skip
     assert [a for a in allowed if not _access(sa, a)] == []
     assert [d for d in denied if _access(sa, d)] == []
