@@ -151,6 +151,8 @@ class Diagnosis:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_message: str = ""
+    #: The code of a PreFilter rejection: kube gives it to every node (API 1.3).
+    pre_filter_code: Code | None = None
     post_filter_message: str = ""
     total_nodes: int = 0
 

@@ -8,7 +8,7 @@ ours: minors only add things, majors may remove or change them.
 
 from __future__ import annotations
 
-PLUGIN_API_VERSION = "1.2"
+PLUGIN_API_VERSION = "1.3"
 
 
 def parse_api_version(value: object) -> tuple[int, int]:

@@ -271,7 +271,9 @@ class Scheduler:
         if result is not None:
             diagnosis = result.diagnosis
             plugins |= diagnosis.unschedulable_plugins | diagnosis.pending_plugins
-            if status.code is Code.UNSCHEDULABLE and framework.post_filter_calls:
+            # kube runs PostFilter on every fit error, a PreFilter rejection and
+            # nodes that are all UnschedulableAndUnresolvable included.
+            if status.is_rejected() and diagnosis.total_nodes and framework.post_filter_calls:
                 post = framework.run_post_filter(state, pod, diagnosis)
                 if post.status.is_success() and post.nominated_node_name:
                     self._nominate(pod, post.nominated_node_name)

@@ -235,6 +235,7 @@ class Algorithm:
             # Placing it as if it asked for nothing misplaces it: kubelet then
             # fails it, its devices never allocated.
             diagnosis.pre_filter_message = RESOURCE_CLAIMS_UNSUPPORTED
+            diagnosis.pre_filter_code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             return ScheduleResult(
                 Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (RESOURCE_CLAIMS_UNSUPPORTED,)),
                 diagnosis=diagnosis,
@@ -244,6 +245,7 @@ class Algorithm:
         if not status.is_success():
             if status.is_rejected():
                 diagnosis.pre_filter_message = status.message()
+                diagnosis.pre_filter_code = status.code
                 if status.plugin:
                     target = (
                         diagnosis.pending_plugins

@@ -532,12 +532,12 @@ class DefaultPreemption(Plugin):
     def _absent_code(diagnosis: Diagnosis) -> Code:
         """The code of nodes the diagnosis has no verdict for.
 
-        A PreFilter rejection leaves no per-node verdicts: PostFilter only runs
-        for an Unschedulable one, which kube applies to every node. Otherwise
-        an absent node is one preemption cannot help (kube's default).
+        A PreFilter rejection leaves no per-node verdicts: kube gives its code
+        to every node. Otherwise an absent node is one preemption cannot help
+        (kube's default).
         """
         if not diagnosis.rejections and diagnosis.pre_filter_message:
-            return Code.UNSCHEDULABLE
+            return diagnosis.pre_filter_code or Code.UNSCHEDULABLE
         return Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
     def node_code(self, diagnosis: Diagnosis, node_name: str) -> Code:

@@ -364,12 +364,6 @@ async def test_a_missing_device_class_holds_the_pod_until_it_is_created(
     assert (driver, pool) == (DRIVER, placed["trainer"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="framework bug: PostFilter plugins do not run after a PreFilter rejection "
-    "(scheduler/engine/scheduler.py _handle_failure runs them only for Code.UNSCHEDULABLE), "
-    "so the note lacks kube's 'no new claims to deallocate, preemption: ...' part",
-)
 async def test_a_missing_device_class_is_reported_in_kube_scheduler_words(
     cluster: Cluster, start_daemon: StartDaemon, dra: Dra, claim_controller: None
 ) -> None:

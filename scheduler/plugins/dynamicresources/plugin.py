@@ -25,6 +25,19 @@ kube-scheduler 1.36's plugin, extension point by extension point:
   where the pod cannot go, and no other pod uses it, deallocate it, so the
   next attempt can allocate it afresh.
 
+Extended resources backed by DeviceClasses (kube's DRAExtendedResource,
+see :mod:`.extended`) add a scheduler-owned *special claim* after the
+pod's own: PreFilter takes the one an earlier attempt created, or starts
+an in-memory one without requests; Filter gives it, node by node, one
+request per container for the mapped resources the node does not
+advertise (nodes whose device plugins cover everything and that have no
+claim to allocate pass untouched); Reserve keeps its allocation in flight;
+PreBind creates it in the API, writes allocation and ``reservedFor``, and
+records the container mappings in the pod's
+``status.extendedResourceClaimStatus``; Unreserve deletes a created one;
+a claim left from an earlier attempt rejects every node and PostFilter
+deletes it, so the next attempt starts afresh.
+
 Rejections are UnschedulableAndUnresolvable, as kube's plugin makes them:
 preemption cannot free devices.
 """
@@ -33,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -87,6 +101,15 @@ from scheduler.plugins.dynamicresources.claims import (
     resolve,
     uid,
 )
+from scheduler.plugins.dynamicresources.extended import (
+    DeviceClassResolver,
+    find_extended_claim,
+    is_special,
+    mapped_requests,
+    owner_uid,
+    requests_and_mappings,
+    template_claim,
+)
 from scheduler.plugins.dynamicresources.pools import (
     AllocationError,
     NodeAllocationError,
@@ -102,6 +125,15 @@ MSG_CANNOT_ALLOCATE = "cannot allocate all claims"
 #: How often PreBind looks at the claims while devices' binding conditions are pending.
 BINDING_POLL_SECONDS = 5.0
 MSG_NOT_AVAILABLE = "resourceclaim not available on the node"
+#: Filter, for every node, while the pod's extended-resource claim from an
+#: earlier attempt still exists (PostFilter deletes it).
+MSG_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
+#: Filter: an extended resource no DeviceClass maps and the node does not list.
+MSG_CANNOT_FIT = "cannot fit resource"
+#: PreBind polls the assume cache this long for the claim it created (kube's
+#: AssumeExtendedResourceTimeoutDefaultSeconds), every second.
+ASSUME_EXTENDED_TIMEOUT_SECONDS = 120.0
+ASSUME_EXTENDED_POLL_SECONDS = 1.0
 #: PreBind's attempts at a claim write that loses resourceVersion races (DefaultRetry).
 CONFLICT_RETRIES = 5
 
@@ -138,6 +170,23 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     #: Set at Reserve: the allocation each claim gets (index -> result).
     reserved: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    #: The last claim is the special claim for extended resources (kube's claimStore).
+    extended: bool = False
+    #: Its UID at PreFilter (temporary for an in-memory one): its in-flight key.
+    extended_uid: str = ""
+    #: The pod's DRA-extended requests (resource -> amount), when one is mapped.
+    extended_requests: dict[str, int] = field(default_factory=dict)
+    #: Per node from Filter: the special claim with that node's requests, and
+    #: the container mappings PreBind records in the pod's status.
+    node_extended: dict[str, tuple[Obj, list[dict[str, str]]]] = field(default_factory=dict)
+
+    @property
+    def num_user(self) -> int:
+        return len(self.claims) - 1 if self.extended else len(self.claims)
+
+    @property
+    def extended_index(self) -> int | None:
+        return len(self.claims) - 1 if self.extended else None
 
     def clone(self) -> _State:
         return self  # kube shares it too: nothing a what-if changes lives here
@@ -229,8 +278,9 @@ class DynamicResources(Plugin):
             return Status.unresolvable(str(err))
         if not claims:
             return Status.skip()
+        # Written only once PreFilter succeeds: after a rejection PostFilter must
+        # find no claims, as kube's does ("no new claims to deallocate").
         data = _State(claims, [None] * len(claims), [])
-        state.write(STATE_KEY, data)
         classes = self.device_classes()
         for index, claim in enumerate(claims):
             found = allocation(claim)
@@ -251,6 +301,7 @@ class DynamicResources(Plugin):
                 return problem
         if data.to_allocate:
             data.allocator = Allocator(self.slice_index(), classes, self.tracker.taken(), self.cel)
+        state.write(STATE_KEY, data)
         return None
 
     def _node_selector(self, claim: Obj, raw: Any) -> NodeSelector | None:
