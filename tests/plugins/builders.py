@@ -161,11 +161,27 @@ def all_nodes(table: NodeTable) -> NodeSet:
     return table.all_nodes()
 
 
+class _EmptyStore:
+    """A watched resource with no objects (NodeResourcesFit reads DeviceClasses)."""
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None
+
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        return []
+
+    def revision(self) -> int:
+        return 0
+
+
 @dataclass
 class _FakeHandle:
     table: NodeTable = field(default_factory=NodeTable)
     client: Any = None
     profile_name: str = "default-scheduler"
+
+    def store(self, group: str, version: str, plural: str) -> _EmptyStore:
+        return _EmptyStore()
 
 
 def FakeHandle(table: NodeTable | None = None, *, client: Any = None) -> Handle:

@@ -618,7 +618,7 @@ def test_default_args_are_kubes() -> None:
 def test_events() -> None:
     plugin = NodeResourcesFit(None, FakeHandle())
     events = plugin.events_to_register()
-    assert {e.event.resource for e in events} == {Resource.POD, Resource.NODE}
+    assert {e.event.resource for e in events} == {Resource.POD, Resource.NODE, "DeviceClass"}
     pod_event = next(e for e in events if e.event.resource == Resource.POD)
     assert pod_event.hint is not None
     target = pod_info(requests=[{"cpu": "1"}])

@@ -138,6 +138,8 @@ ASSUME_EXTENDED_POLL_SECONDS = 1.0
 CONFLICT_RETRIES = 5
 
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 class DynamicResourcesArgs(PluginArgs):
@@ -214,6 +216,8 @@ class DynamicResources(Plugin):
         self.cel = SelectorCache()
         self._slices: tuple[int, SliceIndex] | None = None
         self._classes: tuple[int, dict[str, Obj]] | None = None
+        self._resolver: tuple[int, DeviceClassResolver] | None = None
+        self._extended_claims: tuple[int, dict[str, list[tuple[str, str]]]] | None = None
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -235,6 +239,39 @@ class DynamicResources(Plugin):
                 {str(meta(c).get("name") or ""): c for c in store.list()},
             )
         return self._classes[1]
+
+    def resolver(self) -> DeviceClassResolver:
+        """Extended resource name -> DeviceClass, rebuilt when the classes change."""
+        store = self.handle.store(*CLASSES)
+        revision = store.revision()
+        if self._resolver is None or self._resolver[0] != revision:
+            self._resolver = (revision, DeviceClassResolver(self.device_classes().values()))
+        return self._resolver[1]
+
+    def _find_extended_claim(self, pod: PodInfo) -> Obj | None:
+        """kube's findExtendedResourceClaim, through an index of annotated claims by owner.
+
+        kube scans every claim of the cluster for each such pod; the index is
+        rebuilt only when the claims change, and the claims it names are read
+        through the assume cache, as kube's list is.
+        """
+        store = self.handle.store(*CLAIMS)
+        revision = store.revision()
+        if self._extended_claims is None or self._extended_claims[0] != revision:
+            index: dict[str, list[tuple[str, str]]] = {}
+            for claim in store.list():
+                owner = owner_uid(claim)
+                if owner is not None:
+                    m = meta(claim)
+                    index.setdefault(owner, []).append(
+                        (str(m.get("namespace") or ""), str(m.get("name") or ""))
+                    )
+            self._extended_claims = (revision, index)
+        found = self._extended_claims[1].get(pod.uid)
+        if not found:
+            return None
+        claims = [self.tracker.get(ns, name) for ns, name in found]
+        return find_extended_claim(pod, [c for c in claims if c is not None])
 
     def _pod_claims(self, pod: PodInfo) -> list[Obj]:
         """kube's foreachPodResourceClaim: every claim the pod uses, or ClaimUnusable."""
@@ -270,17 +307,28 @@ class DynamicResources(Plugin):
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
-        if not pod.resource_claims:
+        wanted = mapped_requests(pod, self.resolver()) if pod.requests else {}
+        if not pod.resource_claims and not wanted:
             return Status.skip()
         try:
             claims = self._pod_claims(pod)
         except ClaimUnusable as err:
             return Status.unresolvable(str(err))
+        extended: Obj | None = None
+        if wanted:
+            # A claim an earlier attempt created, else kube's in-memory one
+            # with a temporary UID (its key while its allocation is in flight).
+            extended = self._find_extended_claim(pod) or template_claim(pod, str(uuid.uuid4()))
+            claims.append(extended)
         if not claims:
             return Status.skip()
         # Written only once PreFilter succeeds: after a rejection PostFilter must
         # find no claims, as kube's does ("no new claims to deallocate").
         data = _State(claims, [None] * len(claims), [])
+        if extended is not None:
+            data.extended = True
+            data.extended_uid = uid(extended)
+            data.extended_requests = wanted
         classes = self.device_classes()
         for index, claim in enumerate(claims):
             found = allocation(claim)
@@ -296,6 +344,8 @@ class DynamicResources(Plugin):
                     f"resource claim {m.get('namespace')}/{m.get('name')} "
                     "is in the process of being allocated"
                 )
+            if claim is extended:
+                continue  # no requests yet, or left for Filter to reject
             problem = _class_problem(claim, classes)
             if problem is not None:
                 return problem
@@ -329,11 +379,29 @@ class DynamicResources(Plugin):
         result = FilterResult(len(nodes))
         if not isinstance(data, _State):
             return result
+        # Nodes still to judge; every node is rejected for one reason at most.
+        open_ = np.ones(len(nodes), dtype=np.bool_)
+        # Which of the extended resources each node must get through DRA.
+        need: BoolArray | None = None
+        if data.extended:
+            special = data.claims[-1]
+            if _requests(special):
+                # Created by an earlier attempt: PostFilter deletes it, the next
+                # attempt starts afresh (kube's filterExtendedResources).
+                return result.reject(open_, MSG_STALE_EXTENDED_CLAIM, UNRESOLVABLE)
+            need, cannot_fit = self._extended_need(data.extended_requests, nodes)
+            result.reject(cannot_fit, MSG_CANNOT_FIT, UNRESOLVABLE)
+            open_ &= ~cannot_fit
+            if allocation(special) is not None:
+                need = None
+            if data.num_user == 0:
+                # Device plugins cover everything there: nothing to allocate.
+                open_ &= need.any(axis=1) if need is not None else False
         unavailable = np.zeros(len(nodes), dtype=np.bool_)
         for index, selector in enumerate(data.available_on):
             if selector is None:
                 continue
-            misses = ~selector_mask(selector, nodes)
+            misses = ~selector_mask(selector, nodes) & open_
             if misses.any():
                 data.unavailable.add(index)
                 unavailable |= misses
@@ -346,62 +414,126 @@ class DynamicResources(Plugin):
                 )
             except BindingFailed:
                 blocked = True
-            if blocked:
+            if blocked and open_.any():
                 # Its devices never became ready: PostFilter may deallocate it.
                 data.unavailable.add(index)
-                unavailable[:] = True
+                unavailable |= open_
         if unavailable.any():
-            result.reject(unavailable, MSG_NOT_AVAILABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            result.reject(unavailable, MSG_NOT_AVAILABLE, UNRESOLVABLE)
         allocator = data.allocator
         if allocator is None:
             return result
+        candidates = open_ & ~unavailable
+        groups = self._claim_groups(data, pod, need, candidates)
         table = nodes.table
-        candidates = ~unavailable
         names = table.names
         rows = nodes.rows.tolist()
         summary = allocator.slices.nodes_with_devices()
-        claims = [data.claims[i] for i in data.to_allocate]
-        if summary.non_local or not all(_requests(c) for c in claims):
-            # A claim without requests allocates anywhere; other slices may
-            # reach any node: only the allocator can tell.
-            reachable = candidates
-        else:
-            # No slice but node-local ones: nodes without one see no device.
-            local = summary.local_nodes
-            reachable = candidates & np.fromiter(
-                (names[row] in local for row in rows), dtype=np.bool_, count=len(rows)
-            )
-        cannot = candidates & ~reachable
+        cannot = np.zeros(len(nodes), dtype=np.bool_)
         invalid_pools: str | None = None
         invalid = np.zeros(len(nodes), dtype=np.bool_)
         timeout = self.args.filter_timeout
-        for k in np.flatnonzero(reachable).tolist():
-            row = rows[k]
-            node_name = names[row]
-            node = {"metadata": {"name": node_name, "labels": table.node_info(row).labels}}
-            deadline = time.monotonic() + timeout if timeout > 0 else None
-            try:
-                found = allocator.allocate(node, claims, deadline=deadline)
-            except AllocationTimeout:
-                return Status.error_status(
-                    f"node {node_name}: timed out trying to allocate devices"
+        for members, claims, variant in groups:
+            if summary.non_local or not all(_requests(c) for c in claims):
+                # A claim without requests allocates anywhere; other slices may
+                # reach any node: only the allocator can tell.
+                reachable = members
+            else:
+                # No slice but node-local ones: nodes without one see no device.
+                local = summary.local_nodes
+                reachable = members & np.fromiter(
+                    (names[row] in local for row in rows), dtype=np.bool_, count=len(rows)
                 )
-            except NodeAllocationError as err:
-                # kube's ErrFailedAllocationOnNode: this node only.
-                invalid[k] = True
-                invalid_pools = str(err)
-                continue
-            except AllocationError as err:
-                return Status.error_status(str(err))
-            if found is None or len(found) != len(claims):
-                cannot[k] = True
-                continue
-            data.node_allocations[node_name] = found
+            cannot |= members & ~reachable
+            for k in np.flatnonzero(reachable).tolist():
+                row = rows[k]
+                node_name = names[row]
+                node = {"metadata": {"name": node_name, "labels": table.node_info(row).labels}}
+                deadline = time.monotonic() + timeout if timeout > 0 else None
+                try:
+                    found = allocator.allocate(node, claims, deadline=deadline)
+                except AllocationTimeout:
+                    return Status.error_status(
+                        f"node {node_name}: timed out trying to allocate devices"
+                    )
+                except NodeAllocationError as err:
+                    # kube's ErrFailedAllocationOnNode: this node only.
+                    invalid[k] = True
+                    invalid_pools = str(err)
+                    continue
+                except AllocationError as err:
+                    return Status.error_status(str(err))
+                if found is None or len(found) != len(claims):
+                    cannot[k] = True
+                    continue
+                data.node_allocations[node_name] = found
+                if variant is not None:
+                    data.node_extended[node_name] = variant
         if cannot.any():
-            result.reject(cannot, MSG_CANNOT_ALLOCATE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            result.reject(cannot, MSG_CANNOT_ALLOCATE, UNRESOLVABLE)
         if invalid_pools is not None:
-            result.reject(invalid, invalid_pools, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+            result.reject(invalid, invalid_pools, UNRESOLVABLE)
         return result
+
+    def _extended_need(
+        self, wanted: Mapping[str, int], nodes: NodeSet
+    ) -> tuple[BoolArray, BoolArray]:
+        """Per node and extended resource (sorted by name): must DRA provide it there?
+
+        kube's filterExtendedResources: a resource a DeviceClass maps comes
+        from DRA where the node's allocatable has none of it (a device plugin
+        covers it elsewhere, NodeResourcesFit checks that); a resource no class
+        maps must at least be listed by the node, or the pod cannot fit.
+        """
+        resolver = self.resolver()
+        table = nodes.table
+        rows = nodes.rows
+        names = sorted(wanted)
+        need = np.zeros((len(nodes), len(names)), dtype=np.bool_)
+        cannot_fit = np.zeros(len(nodes), dtype=np.bool_)
+        for j, name in enumerate(names):
+            col = table.resource_index.get(name)
+            if col is None:
+                none = np.ones(len(nodes), dtype=np.bool_)
+            else:
+                none = table.allocatable[:, col].take(rows) == 0
+            if resolver.get(name) is not None:
+                need[:, j] = none
+                continue
+            for k in np.flatnonzero(none & ~cannot_fit).tolist():
+                # Zero allocatable: listed (fit's business) or not at all.
+                cannot_fit[k] = not _lists_resource(table.node_info(int(rows[k])).raw, name)
+        return need, cannot_fit
+
+    def _claim_groups(
+        self, data: _State, pod: PodInfo, need: BoolArray | None, candidates: BoolArray
+    ) -> list[tuple[BoolArray, list[Obj], tuple[Obj, list[dict[str, str]]] | None]]:
+        """The candidates grouped by the claims the allocator gets for them.
+
+        Without a special claim to allocate that is one group. With one, each
+        node gets the claim with requests for the resources it lacks (kube
+        builds it per node); nodes lacking the same resources share it.
+        """
+        claims = [data.claims[i] for i in data.to_allocate]
+        special_index = data.extended_index
+        if need is None or special_index not in data.to_allocate:
+            return [(candidates, claims, None)]
+        position = data.to_allocate.index(special_index)
+        resources = sorted(data.extended_requests)
+        weights = np.left_shift(1, np.arange(len(resources), dtype=np.int64))
+        codes = need.astype(np.int64) @ weights
+        groups: list[tuple[BoolArray, list[Obj], tuple[Obj, list[dict[str, str]]] | None]] = []
+        resolver = self.resolver()
+        for code in np.unique(codes[candidates]).tolist():
+            members = candidates & (codes == code)
+            lacking = [r for j, r in enumerate(resources) if code >> j & 1]
+            requests, mappings = requests_and_mappings(pod.raw, lacking, resolver)
+            node_claim: dict[str, Any] = _deep_copy(data.claims[special_index])
+            node_claim["spec"] = {"devices": {"requests": requests}} if requests else {}
+            node_claims = list(claims)
+            node_claims[position] = node_claim
+            groups.append((members, node_claims, (node_claim, mappings)))
+        return groups
 
     # -- Score ------------------------------------------------------------------------
 
@@ -449,10 +581,21 @@ class DynamicResources(Plugin):
         if not isinstance(data, _State) or not data.to_allocate:
             return None
         found = data.node_allocations.get(node_name)
-        if found is None or len(found) != len(data.to_allocate):
+        if not found:
+            if data.to_allocate == [data.extended_index]:
+                return None  # only extended resources, all from device plugins here
             return Status.error_status("claim allocation not found for node")
+        if len(found) != len(data.to_allocate):
+            return Status.error_status(
+                f"internal error, have {len(found)} allocations, "
+                f"{len(data.to_allocate)} claims to allocate, "
+                f"want {len(data.to_allocate)} claims"
+            )
         for index, result in zip(data.to_allocate, found, strict=True):
             claim = data.claims[index]
+            if index == data.extended_index:
+                # The node's variant of the special claim, with its requests.
+                claim = data.node_extended[node_name][0]
             data.reserved[index] = result
             self.tracker.signal_pending(uid(claim), _allocated_copy(claim, result))
         return None
@@ -462,12 +605,42 @@ class DynamicResources(Plugin):
         data = state.get(STATE_KEY)
         if not isinstance(data, _State):
             return
-        for index, claim in enumerate(data.claims):
+        for index, claim in enumerate(data.claims[: data.num_user]):
             if index in data.reserved and self.tracker.maybe_remove_pending(uid(claim)):
                 self.tracker.restore(claim)
             if allocation(claim) is not None and is_reserved_for(pod, claim):
                 self._spawn(self._unreserve_claim(claim, pod))
+        if data.extended:
+            # kube's unreserveExtendedResourceClaim.
+            special = data.claims[-1]
+            if self.tracker.maybe_remove_pending(data.extended_uid):
+                self.tracker.restore(special)
+            if not is_special(special):
+                # PreBind created it: delete it, or it would hold its devices.
+                self._spawn(self._delete_claim(special, pod))
         data.reserved.clear()
+
+    async def _delete_claim(self, claim: Obj, pod: PodInfo) -> None:
+        """kube's deleteClaim: drop the builtin finalizer (an update), then delete."""
+        client = self.handle.client
+        current: dict[str, Any] = _deep_copy(claim)
+        try:
+            for attempt in range(CONFLICT_RETRIES):
+                if attempt:
+                    current = _deep_copy(await client.request("GET", _claim_path(claim)))
+                finalizers = current["metadata"].get("finalizers") or []
+                current["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+                try:
+                    await client.request("PUT", _claim_path(claim), body=current)
+                    break
+                except Exception as err:
+                    if not _is_conflict(err) or attempt == CONFLICT_RETRIES - 1:
+                        raise
+            await client.request("DELETE", _claim_path(claim))
+        except Exception as err:  # a later attempt finds the claim and deletes it again
+            self.handle.logger.warning(
+                "delete failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+            )
 
     async def _unreserve_claim(self, claim: Obj, pod: PodInfo) -> None:
         """Drop the pod from ``reservedFor`` (a strategic-merge patch, as kube sends)."""
@@ -513,7 +686,14 @@ class DynamicResources(Plugin):
             if is_reserved_for(pod, claim):
                 continue
             try:
-                data.claims[index] = await self._bind_claim(pod, claim, data.reserved.get(index))
+                if index == data.extended_index:
+                    if index not in data.reserved and not _requests(claim):
+                        continue  # device plugins cover the extended resources
+                    data.claims[index] = await self._bind_extended(pod, node_name, data)
+                else:
+                    data.claims[index] = await self._bind_claim(
+                        pod, claim, data.reserved.get(index)
+                    )
             except _BindError as err:
                 return Status.error_status(str(err))
         if has_binding_conditions(data.claims):
@@ -556,10 +736,99 @@ class DynamicResources(Plugin):
                 return Status.error_status(f"{ERR_BINDING_TIMEOUT}: context deadline exceeded")
             await asyncio.sleep(BINDING_POLL_SECONDS)
 
-    async def _bind_claim(self, pod: PodInfo, claim: Obj, result: Mapping[str, Any] | None) -> Obj:
-        """kube's bindClaim: write the allocation (if ours) and the pod's reservation."""
+    async def _bind_extended(self, pod: PodInfo, node_name: str, data: _State) -> Obj:
+        """kube's bindClaim for the special claim: create it, write it, record the mappings."""
+        index = len(data.claims) - 1
+        claim = data.claims[index]
+        result = data.reserved.get(index)
+        mappings: list[dict[str, str]] = []
+        if is_special(claim):
+            node_variant = data.node_extended.get(node_name)
+            if node_variant is None:
+                if result is not None:
+                    self.tracker.maybe_remove_pending(data.extended_uid)
+                raise _BindError(f"extended resource claim not found for node {node_name}")
+            node_claim, mappings = node_variant
+            try:
+                claim = await self._create_extended_claim(node_claim)
+            except _BindError:
+                if result is not None:
+                    self.tracker.maybe_remove_pending(data.extended_uid)
+                raise
+            data.claims[index] = claim  # Unreserve deletes it from now on
+        written = await self._bind_claim(pod, claim, result, pending_uid=data.extended_uid)
+        data.claims[index] = written
+        if not mappings:
+            raise _BindError(
+                f"nil or empty request mappings, no update of pod {pod.key} "
+                "ExtendedResourceClaimStatus"
+            )
+        status = {
+            "extendedResourceClaimStatus": {
+                "requestMappings": mappings,
+                "resourceClaimName": meta(written).get("name"),
+            }
+        }
+        try:
+            await self.handle.client.request(
+                "PATCH",
+                f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                body={"status": status},
+                content_type="application/strategic-merge-patch+json",
+            )
+        except Exception as err:
+            raise _BindError(f"update pod {pod.key} ExtendedResourceClaimStatus: {err}") from err
+        return written
+
+    async def _create_extended_claim(self, node_claim: Obj) -> Obj:
+        """kube's createExtendedResourceClaimInAPI: the node's variant, named by the server."""
+        body: dict[str, Any] = _deep_copy(node_claim)
+        body["metadata"].pop("name", None)
+        body["metadata"].pop("uid", None)
+        body.pop("status", None)
+        namespace = body["metadata"].get("namespace")
+        try:
+            created = await self.handle.client.request(
+                "POST",
+                f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims",
+                body=body,
+            )
+        except Exception as err:
+            raise _BindError(f"create claim for extended resources {namespace}/: {err}") from err
+        if not isinstance(created, Mapping):
+            raise _BindError(f"create claim for extended resources {namespace}/: no object")
+        return created
+
+    async def _await_assumed(self, written: Obj) -> bool:
+        """kube's waitForExtendedClaimInAssumeCache: until the informer has the new claim."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ASSUME_EXTENDED_TIMEOUT_SECONDS
+        m = meta(written)
+        while True:
+            if self.tracker.assume_written(written):
+                return True
+            if self.tracker.cache.api_object(str(m.get("namespace")), str(m.get("name"))):
+                return False  # there, but newer than ours: nothing to assume
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(ASSUME_EXTENDED_POLL_SECONDS)
+
+    async def _bind_claim(
+        self,
+        pod: PodInfo,
+        claim: Obj,
+        result: Mapping[str, Any] | None,
+        *,
+        pending_uid: str | None = None,
+    ) -> Obj:
+        """kube's bindClaim: write the allocation (if ours) and the pod's reservation.
+
+        ``pending_uid`` is set for the special claim: its allocation is in
+        flight under the temporary UID, and the claim was only just created,
+        so PreBind waits for the informer to see it before letting go.
+        """
         client = self.handle.client
-        claim_uid = uid(claim)
+        claim_uid = pending_uid or uid(claim)
         written: Obj | None = None
         try:
             current: dict[str, Any] = _deep_copy(claim)
@@ -585,9 +854,15 @@ class DynamicResources(Plugin):
                     "modified; please apply your changes to the latest version and try again"
                 )
         finally:
-            assumed = written is not None and self.tracker.assume_written(written)
-            if result is not None:
-                self.tracker.maybe_remove_pending(claim_uid, force=assumed)
+            if pending_uid is not None:
+                if written is not None:
+                    await self._await_assumed(written)
+                if result is not None:
+                    self.tracker.maybe_remove_pending(claim_uid)
+            else:
+                assumed = written is not None and self.tracker.assume_written(written)
+                if result is not None:
+                    self.tracker.maybe_remove_pending(claim_uid, force=assumed)
         assert written is not None
         return written
 
@@ -639,12 +914,21 @@ class DynamicResources(Plugin):
         data = state.get(STATE_KEY)
         if not isinstance(data, _State):
             return Status.unschedulable("no new claims to deallocate")
+        stale = data.extended and not is_special(data.claims[-1])
         for index in sorted(data.unavailable):
             claim = data.claims[index]
+            if index == data.extended_index:
+                if stale:
+                    break  # deleted below
+                continue
             users = reserved_for(claim)
             if not users or (len(users) == 1 and str(users[0].get("uid") or "") == pod.uid):
                 self._spawn(self._deallocate(claim, pod))
                 return Status.unschedulable("deallocation of ResourceClaim completed")
+        if stale:
+            # The special claim of an earlier attempt: delete it, start afresh.
+            self._spawn(self._delete_claim(data.claims[-1], pod))
+            return Status.unschedulable("deletion of ResourceClaim completed")
         return Status.unschedulable("still not schedulable")
 
     async def _deallocate(self, claim: Obj, pod: PodInfo) -> None:
@@ -756,6 +1040,13 @@ def _class_problem(claim: Obj, classes: Mapping[str, Obj]) -> Status | None:
                     f"request {shown_request}: device class {class_name} does not exist"
                 )
     return None
+
+
+def _lists_resource(node: Obj, name: str) -> bool:
+    """Whether the node's allocatable (or capacity, when that is empty) names ``name``."""
+    status = node.get("status") or {}
+    listed = status.get("allocatable") or status.get("capacity") or {}
+    return name in listed
 
 
 def _requests(claim: Obj) -> list[Any]:

@@ -5,6 +5,11 @@ Filter compares, for every candidate at once, the pod's effective requests
 in) with allocatable minus what placed pods request, resource by resource, and
 rejects with kube's reasons ("Insufficient cpu", "Too many pods", ...). Score
 ranks the feasible nodes with the configured ``scoringStrategy``.
+
+An extended resource a DeviceClass maps (kube's DRAExtendedResource, beta
+and on by default in 1.36) is checked here only on nodes whose allocatable
+has some of it (a device plugin); elsewhere it is delegated to
+DynamicResources, which allocates devices of the class for it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ from scheduler.api import (
 )
 from scheduler.api.handle import Handle
 from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.plugins.dynamicresources.claims import CLASSES
+from scheduler.plugins.dynamicresources.extended import (
+    DEVICE_CLASS_PREFIX,
+    DeviceClassResolver,
+    is_dra_extended_resource_name,
+)
 from scheduler.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -160,6 +171,10 @@ class NodeResourcesFit(Plugin):
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
     pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
+    # DeviceClasses say which extended resources DRA may provide. Verdicts that
+    # depend on them stay batch-safe: a pod requesting a mapped resource has
+    # DynamicResources (not node-local) active, so it never takes the batch path.
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (CLASSES,)
     Args = NodeResourcesFitArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:
@@ -173,6 +188,15 @@ class NodeResourcesFit(Plugin):
         self.weights = np.array([spec.weight for spec in strategy.resources], dtype=np.int64)
         ratio = strategy.requested_to_capacity_ratio
         self.shape = tuple((p.utilization, p.score) for p in ratio.shape) if ratio else ()
+        self._resolver: tuple[int, DeviceClassResolver] | None = None
+
+    def resolver(self) -> DeviceClassResolver:
+        """kube's DeviceClassResolver, rebuilt when the DeviceClasses change."""
+        store = self.handle.store(*CLASSES)
+        revision = store.revision()
+        if self._resolver is None or self._resolver[0] != revision:
+            self._resolver = (revision, DeviceClassResolver(store.list()))
+        return self._resolver[1]
 
     # -- filter ---------------------------------------------------------------------
 
@@ -210,16 +234,27 @@ class NodeResourcesFit(Plugin):
             if amount > 0:
                 free = allocatable[:, col].take(rows) - requested[:, col].take(rows)
                 result.reject(amount > free, reason)
+        resolver: DeviceClassResolver | None = None
         for name, amount in request.scalars:
             if self._ignored(name):
                 continue
             col_or_none = table.resource_index.get(name)
+            delegated = False
+            if is_dra_extended_resource_name(name):
+                if resolver is None:
+                    resolver = self.resolver()
+                # kube's shouldDelegateResourceToDRA: where the node has none.
+                delegated = resolver.get(name) is not None
             if col_or_none is None:
+                if delegated:
+                    continue  # no node has any: DynamicResources decides everywhere
                 # No node has ever offered it: every candidate lacks it.
                 insufficient = np.ones(len(rows), dtype=np.bool_)
             else:
-                free = allocatable[:, col_or_none].take(rows) - requested[:, col_or_none].take(rows)
-                insufficient = amount > free
+                offered = allocatable[:, col_or_none].take(rows)
+                insufficient = amount > offered - requested[:, col_or_none].take(rows)
+                if delegated:
+                    insufficient &= offered > 0
             result.reject(insufficient, f"Insufficient {name}")
         return result
 
@@ -258,4 +293,26 @@ class NodeResourcesFit(Plugin):
             ClusterEventWithHint(
                 ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
             ),
+            # A class may come to map an extended resource the pod waits for.
+            ClusterEventWithHint(
+                ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE),
+                _device_class_changed,
+            ),
         ]
+
+
+def _device_class_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+    """kube's isSchedulableAfterDeviceClassEvent: does the class now map a requested name?"""
+    if not isinstance(new, dict):
+        return QueueingHint.QUEUE
+    wanted = (new.get("spec") or {}).get("extendedResourceName") or ""
+    if isinstance(old, dict):
+        if ((old.get("spec") or {}).get("extendedResourceName") or "") == wanted:
+            return QueueingHint.SKIP
+    else:
+        name = str((new.get("metadata") or {}).get("name") or "")
+        if DEVICE_CLASS_PREFIX + name in pod.requests:
+            return QueueingHint.QUEUE
+    if wanted and wanted in pod.requests:
+        return QueueingHint.QUEUE
+    return QueueingHint.SKIP
