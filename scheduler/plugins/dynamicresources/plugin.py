@@ -741,14 +741,14 @@ class DynamicResources(Plugin):
         index = len(data.claims) - 1
         claim = data.claims[index]
         result = data.reserved.get(index)
-        mappings: list[dict[str, str]] = []
+        node_variant = data.node_extended.get(node_name)
+        mappings = node_variant[1] if node_variant is not None else []
         if is_special(claim):
-            node_variant = data.node_extended.get(node_name)
             if node_variant is None:
                 if result is not None:
                     self.tracker.maybe_remove_pending(data.extended_uid)
                 raise _BindError(f"extended resource claim not found for node {node_name}")
-            node_claim, mappings = node_variant
+            node_claim = node_variant[0]
             try:
                 claim = await self._create_extended_claim(node_claim)
             except _BindError:

@@ -37,13 +37,15 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.api.handle import Handle
+from scheduler.model.devicecel import SelectorCache
 from scheduler.plugins._helpers import PluginArgs, coerce_args
-from scheduler.plugins.dynamicresources.claims import CLASSES
+from scheduler.plugins.dynamicresources.claims import CLAIMS, CLASSES, SLICES
 from scheduler.plugins.dynamicresources.extended import (
     DEVICE_CLASS_PREFIX,
     DeviceClassResolver,
     is_dra_extended_resource_name,
 )
+from scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from scheduler.plugins.noderesources.allocation import (
     DEFAULT_RESOURCES,
     ResourceSpec,
@@ -56,11 +58,13 @@ from scheduler.plugins.noderesources.allocation import (
     pod_score_requests,
     requested_to_capacity_ratio,
 )
+from scheduler.plugins.noderesources.draextended import DeviceTotals, SliceSet
 from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+DRA_PRE_SCORE_STATE_KEY = "PreScoreDRA" + NAME
 
 IntArray = npt.NDArray[np.int64]
 
@@ -174,7 +178,8 @@ class NodeResourcesFit(Plugin):
     # DeviceClasses say which extended resources DRA may provide. Verdicts that
     # depend on them stay batch-safe: a pod requesting a mapped resource has
     # DynamicResources (not node-local) active, so it never takes the batch path.
-    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (CLASSES,)
+    # Scoring a DRA-backed resource counts devices: slices and allocated claims.
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (CLASSES, SLICES, CLAIMS)
     Args = NodeResourcesFitArgs
 
     def __init__(self, args: Any, handle: Handle) -> None:
@@ -189,6 +194,16 @@ class NodeResourcesFit(Plugin):
         ratio = strategy.requested_to_capacity_ratio
         self.shape = tuple((p.utilization, p.score) for p in ratio.shape) if ratio else ()
         self._resolver: tuple[int, DeviceClassResolver] | None = None
+        self._slices: tuple[int, SliceSet] | None = None
+        self._claims: ClaimTracker | None = None
+        self._cel = SelectorCache()
+        # Scored resources that may be DRA-backed (kube's getDRAPreScoredParams
+        # looks only at those): the others never need the device counts.
+        self._dra_scored = [
+            (j, name)
+            for j, name in enumerate(self.resource_names)
+            if is_dra_extended_resource_name(name)
+        ]
 
     def resolver(self) -> DeviceClassResolver:
         """kube's DeviceClassResolver, rebuilt when the DeviceClasses change."""
@@ -266,13 +281,35 @@ class NodeResourcesFit(Plugin):
             PRE_SCORE_STATE_KEY,
             pod_score_requests(pod, self.resource_names, use_requested=False),
         )
+        state.write(DRA_PRE_SCORE_STATE_KEY, self._dra_pre_score())
+
+    def _dra_pre_score(self) -> tuple[list[tuple[int, Any]], DeviceTotals] | None:
+        """kube's getDRAPreScoredParams: device counts, if a scored resource is DRA-backed."""
+        if not self._dra_scored:
+            return None
+        resolver = self.resolver()
+        classes = [(j, resolver.get(name)) for j, name in self._dra_scored]
+        backed = [(j, klass) for j, klass in classes if klass is not None]
+        if not backed:
+            return None
+        store = self.handle.store(*SLICES)
+        revision = store.revision()
+        if self._slices is None or self._slices[0] != revision:
+            self._slices = (revision, SliceSet(store.list()))
+        if self._claims is None:
+            self._claims = ClaimTracker(lambda: self.handle.store(*CLAIMS))
+        return backed, DeviceTotals(self._slices[1], self._claims.taken(), self._cel)
 
     @hookimpl
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray | Status:
         pod_requests = state.get(PRE_SCORE_STATE_KEY)
         if pod_requests is None:
             pod_requests = pod_score_requests(pod, self.resource_names, use_requested=False)
+            state.write(DRA_PRE_SCORE_STATE_KEY, self._dra_pre_score())
         matrices = allocation_matrices(nodes, self.resource_names, pod_requests, False)
+        dra = state.get(DRA_PRE_SCORE_STATE_KEY)
+        if dra is not None:
+            _count_dra_devices(nodes, pod_requests, matrices.allocatable, matrices.requested, *dra)
         if self.strategy == MOST_ALLOCATED:
             scores = most_allocated(matrices, self.weights)
         elif self.strategy == REQUESTED_TO_CAPACITY_RATIO:
@@ -299,6 +336,34 @@ class NodeResourcesFit(Plugin):
                 _device_class_changed,
             ),
         ]
+
+
+def _count_dra_devices(
+    nodes: NodeSet,
+    pod_requests: IntArray,
+    allocatable: IntArray,
+    requested: IntArray,
+    backed: list[tuple[int, Any]],
+    totals: DeviceTotals,
+) -> None:
+    """kube's calculateResourceAllocatableRequest for DRA-backed resources, in place.
+
+    Where the node's allocatable has none of a requested DRA-backed resource,
+    the devices of its class count instead (when the node has any).
+    """
+    table = nodes.table
+    rows = nodes.rows
+    for j, klass in backed:
+        amount = int(pod_requests[j])
+        if amount == 0:
+            continue
+        for k in np.flatnonzero(allocatable[:, j] == 0).tolist():
+            row = int(rows[k])
+            node = {"metadata": {"name": table.names[row], "labels": table.node_info(row).labels}}
+            capacity, used = totals.totals(node, klass)
+            if capacity > 0:
+                allocatable[k, j] = capacity
+                requested[k, j] = used + amount
 
 
 def _device_class_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

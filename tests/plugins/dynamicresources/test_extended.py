@@ -446,3 +446,55 @@ def test_fit_requeues_when_a_class_comes_to_map_a_requested_resource() -> None:
     assert event.hint(the_pod, mapping_class(), mapping_class()) is QueueingHint.SKIP
     implicit = PodInfo.from_dict(gpu_pod("q", **{IMPLICIT: "1"}))
     assert event.hint(implicit, None, plain) is QueueingHint.QUEUE
+
+
+# -- NodeResourcesFit scoring a DRA-backed resource -----------------------------------
+
+
+def scoring_config(kind: str = "LeastAllocated") -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "pluggable-scheduler",
+                "pluginConfig": [
+                    {
+                        "name": "NodeResourcesFit",
+                        "args": {
+                            "scoringStrategy": {
+                                "type": kind,
+                                "resources": [{"name": GPU, "weight": 1}],
+                            }
+                        },
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def test_fit_scores_dra_backed_resource_by_device_counts(catalog: PluginCatalog) -> None:
+    busy = claim("busy", count=3, status=allocated_on("node-b", "gpu-0", "gpu-1", "gpu-2"))
+    objects = [gpu_node("node-a", 4), node("node-b"), node("node-c")]
+    objects += [slice_on("node-b", 4), slice_on("node-c", 4), mapping_class(), busy]
+    result = run(catalog, objects, gpu_pod("p", gpu="1"), scoring_config())
+    raw = {name: report.score["NodeResourcesFit"].raw for name, report in result.nodes.items()}
+    # node-a: its device plugin's 4, none used; node-b: 4 devices, 3 allocated;
+    # node-c: 4 free devices. (4 - used - 1) * 100 / 4.
+    assert raw == {"node-a": 75, "node-b": 0, "node-c": 75}
+    result = run(catalog, objects, gpu_pod("p", gpu="1"), scoring_config("MostAllocated"))
+    raw = {name: report.score["NodeResourcesFit"].raw for name, report in result.nodes.items()}
+    assert raw == {"node-a": 25, "node-b": 100, "node-c": 25}
+
+
+def test_fit_counts_only_the_devices_the_class_admits(catalog: PluginCatalog) -> None:
+    klass = mapping_class()
+    klass["spec"]["selectors"] = [
+        {"cel": {"expression": f'device.attributes["{DRIVER}"].index < 2'}}
+    ]
+    objects = [node("node-b"), node("node-c"), slice_on("node-b", 4), slice_on("node-c", 8)]
+    result = run(catalog, [*objects, klass], gpu_pod("p", gpu="1"), scoring_config())
+    # Two of each node's devices are of the class: (2 - 1) * 100 / 2.
+    raw = {name: report.score["NodeResourcesFit"].raw for name, report in result.nodes.items()}
+    assert raw == {"node-b": 50, "node-c": 50}

@@ -157,3 +157,62 @@ async def test_a_claim_left_by_an_earlier_attempt_is_deleted(
     while cluster.get(RESOURCE, "ResourceClaim", stale["metadata"]["name"], "default"):
         assert time.monotonic() < deadline, "the stale claim was not deleted"
         await asyncio.sleep(0.05)
+
+
+async def test_claim_plus_device_plugin_resource_fails_prebind_like_kube(
+    emulated_cluster: Any, running_scheduler: Any
+) -> None:
+    """kube 1.36.3's quirk, kept: a pod with a claim whose extended resource a device
+    plugin covers gets a special claim without requests, which PreBind creates and
+    allocates (nothing) before failing on its empty container mappings."""
+    objects = [
+        o for o in load_cluster_file(EXAMPLE) if o["kind"] not in ("Pod", "Node", "ResourceSlice")
+    ]
+    node_a = next(o for o in load_cluster_file(EXAMPLE) if o["metadata"]["name"] == "node-a")
+    slice_a = {
+        "apiVersion": RESOURCE,
+        "kind": "ResourceSlice",
+        "metadata": {"name": "node-a-gpu.example.com"},
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "node-a",
+            "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}],
+        },
+    }
+    user_claim = {
+        "apiVersion": RESOURCE,
+        "kind": "ResourceClaim",
+        "metadata": {"name": "mine", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]
+            }
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "schedulerName": "pluggable-scheduler",
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "mine"}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {
+                        "requests": {GPU: "1"},
+                        "limits": {GPU: "1"},
+                        "claims": [{"name": "gpu"}],
+                    },
+                }
+            ],
+        },
+    }
+    cluster = await emulated_cluster([*objects, node_a, slice_a, user_claim, pod])
+    sched = await running_scheduler(cluster)
+    message = await sched.wait_for_failure("p")
+    assert message.endswith(
+        "nil or empty request mappings, no update of pod default/p ExtendedResourceClaimStatus"
+    )
