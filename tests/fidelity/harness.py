@@ -22,6 +22,15 @@ changes nothing. Two probe kinds:
     every filter, so "bound to N" means feasible; anything else (bound
     elsewhere, or unschedulable) means infeasible. One at a time.
 
+``pin`` with claim copies (DRA pods, ``run_dra_step``)
+    a probe kube-scheduler binds allocates the claims it uses, so each probe
+    gets its own copy of every unallocated ResourceClaim the pod names (a
+    template's claim is one per probe anyway); allocated claims are shared by
+    the probes and held by a non-pod ``reservedFor`` entry meanwhile, so that
+    PostFilter does not deallocate them. The probes and their claims are deleted
+    after, and a sync pod with a claim of its own waits until kube-scheduler has
+    seen that.
+
 Our side gets the same probes through ``explain`` and, directly, the pod
 itself: ``explain``'s feasible set must equal both probe-derived sets. Then
 kube-scheduler places the real pod; its node must be one of our tied best, and
@@ -49,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scheduler.api import CycleState, PodInfo
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
 from scheduler.framework.cycle import Algorithm
@@ -62,6 +72,8 @@ from scheduler.framework.explain import (
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import build_profiles
+from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
+from scheduler.plugins.dynamicresources.plugin import _State as DraState
 from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
 from scheduler.plugins.volumes.binding import VolumeBinding
 from scheduler.testing.controlplane import RestClient
@@ -78,6 +90,8 @@ CLUSTER_PLURALS = {
     "CSIDriver": "csidrivers",
     "PersistentVolume": "persistentvolumes",
     "CSINode": "csinodes",
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
 }
 #: Namespaced storage kinds a volume scenario may add (in its own namespace).
 NAMESPACED_PLURALS = {
@@ -94,6 +108,23 @@ STORAGE_KINDS = (
     ("storage.k8s.io/v1", "CSIStorageCapacity", "csistoragecapacities"),
     ("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments"),
 )
+#: What ``KubeSide.objects(dra=True)`` reads besides nodes, pods and namespaces.
+DRA_KINDS = (
+    ("resource.k8s.io/v1", "DeviceClass", "deviceclasses"),
+    ("resource.k8s.io/v1", "ResourceSlice", "resourceslices"),
+    ("resource.k8s.io/v1", "ResourceClaim", "resourceclaims"),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates"),
+)
+#: Namespaced DRA kinds a DRA scenario may add (in its own namespace).
+DRA_NAMESPACED_PLURALS = {
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+}
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+#: A ``reservedFor`` consumer that is not a pod, on probes' copies of allocated claims
+#: (see ``KubeSide.probe_dra``): the ResourceClaim controller keeps entries it cannot
+#: check, and kube-scheduler's PostFilter deallocates only claims nobody else uses.
+PROBE_HOLD = {"apiGroup": "fidelity.test", "resource": "holds", "name": "probe"}
 DECISION_TIMEOUT = 30.0
 #: Seconds kube-scheduler's storage informers get after the API has settled.
 VOLUME_SETTLE = 0.5
@@ -146,6 +177,11 @@ class KubeSide:
             self.client.delete(
                 f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", check=False
             )
+            claims = self.client.get(f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims")
+            self.delete_claims(namespace, [c["metadata"]["name"] for c in claims.body["items"]])
+            self.client.delete(
+                f"{RESOURCE_API}/namespaces/{namespace}/resourceclaimtemplates", check=False
+            )
         self.client.delete("/api/v1/nodes", check=False)
         for path in self.cluster_objects:
             self.client.delete(path, check=False)
@@ -172,7 +208,11 @@ class KubeSide:
             )
             self.namespaces.append(name)
         storage = [_in_namespace(obj, namespace) for obj in scenario.storage]
-        for obj in [*scenario.cluster_objects, *(o for o in storage if o["kind"] != "CSINode")]:
+        for obj in [
+            *scenario.cluster_objects,
+            *(o for o in storage if o["kind"] != "CSINode"),
+            *scenario.dra,
+        ]:
             if obj["kind"] in CLUSTER_PLURALS:
                 self.create_cluster_object(obj)
         for node in scenario.nodes:
@@ -189,14 +229,74 @@ class KubeSide:
                 self.client.post(path, obj)
         if storage:
             self.settle_volumes()
+        for obj in scenario.dra:
+            if obj["kind"] in DRA_NAMESPACED_PLURALS:
+                self.create_dra_object(namespace, obj)
         for existing in scenario.existing:
             self.create_pod(existing["metadata"].get("namespace") or namespace, existing)
-        self.sync(namespace, scenario.nodes[-1]["metadata"]["name"])
+        if scenario.dra:
+            # Classes and slices have informers of their own, which the sync pod does
+            # not cover (claims it does): they were written before the nodes, and get
+            # the time the node writes and the sync take, and VOLUME_SETTLE more.
+            time.sleep(VOLUME_SETTLE)
+        self.sync(namespace, scenario.nodes[-1]["metadata"]["name"], claims=bool(scenario.dra))
 
     def create_cluster_object(self, obj: Obj) -> None:
         path = f"{_api_root(obj)}/{CLUSTER_PLURALS[obj['kind']]}"
         self.client.post(path, obj)
         self.cluster_objects.append(f"{path}/{obj['metadata']['name']}")
+
+    def create_dra_object(self, namespace: str, obj: Obj) -> Obj:
+        """A ResourceClaim or ResourceClaimTemplate in `namespace`; a claim's ``status``
+        (an allocation, ``reservedFor``) is written through ``/status`` after it.
+
+        An allocation gets an ``allocationTimestamp`` (now) if it has none, as every
+        allocation kube-scheduler writes has: its PreBind sets a missing one when it
+        adds a pod to ``reservedFor``, and the API server refuses that (the
+        allocation is immutable), so a pod could never use the claim."""
+        path = f"{RESOURCE_API}/namespaces/{namespace}/{DRA_NAMESPACED_PLURALS[obj['kind']]}"
+        body = {k: copy.deepcopy(v) for k, v in obj.items() if k != "status"}
+        body["metadata"] = {**body["metadata"], "namespace": namespace}
+        created: Obj = self.client.post(path, body).body
+        if obj.get("status"):
+            status = copy.deepcopy(obj["status"])
+            if status.get("allocation") is not None:
+                status["allocation"].setdefault(
+                    "allocationTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                )
+            created = self.client.patch_status(
+                f"{path}/{obj['metadata']['name']}", {"status": status}
+            ).body
+        return created
+
+    def delete_claims(self, namespace: str, names: Iterable[str]) -> None:
+        """Delete ResourceClaims now, whatever they hold: their finalizers are dropped
+        (the harness stands in for the ResourceClaim controller, which keeps the
+        finalizer of a claim still reserved for a pod, a non-pod hold, or not yet
+        processed). kube-scheduler sees them deleted, so their devices are free."""
+        base = f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
+        pending = set(names)
+        for name in pending:
+            self.client.delete(f"{base}/{name}", check=False)
+        deadline = time.monotonic() + DECISION_TIMEOUT
+        while pending:
+            for name in sorted(pending):
+                got = self.client.get(f"{base}/{name}", check=False)
+                if got.status == 404:
+                    pending.discard(name)
+                elif got.body["metadata"].get("finalizers"):
+                    self.client.request(
+                        "PATCH",
+                        f"{base}/{name}",
+                        {"metadata": {"finalizers": None}},
+                        content_type=MERGE_PATCH,
+                        check=False,
+                    )
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"claims {sorted(pending)} in {namespace} were not deleted")
+            time.sleep(POLL)
 
     def settle_volumes(self, timeout: float = DECISION_TIMEOUT) -> None:
         """Wait until the PV controller is done with every PV and claim, then a little more.
@@ -235,8 +335,13 @@ class KubeSide:
             time.sleep(POLL)
         time.sleep(VOLUME_SETTLE)
 
-    def sync(self, namespace: str, last_node: str) -> None:
-        """Wait until kube-scheduler's caches hold everything written so far (module doc)."""
+    def sync(self, namespace: str, last_node: str, *, claims: bool = False) -> None:
+        """Wait until kube-scheduler's caches hold everything written so far (module doc).
+
+        With `claims`, the sync pod also uses a ResourceClaim created just before it
+        (one without requests: it allocates no device, on any node), so once it is
+        bound kube-scheduler's claim cache holds every claim event before it too.
+        """
         token = uuid.uuid4().hex[:10]
         self.client.request(
             "PATCH",
@@ -245,7 +350,7 @@ class KubeSide:
             content_type=MERGE_PATCH,
         )
         name = f"sync-{token}"
-        sync_pod = {
+        sync_pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name},
@@ -258,10 +363,23 @@ class KubeSide:
                 "affinity": _pinned_affinity(None, last_node),
             },
         }
+        if claims:
+            self.create_dra_object(
+                namespace,
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": name},
+                    "spec": {"devices": {}},
+                },
+            )
+            sync_pod["spec"]["resourceClaims"] = [{"name": "sync", "resourceClaimName": name}]
         self.create_pod(namespace, sync_pod)
         decision = self.wait(namespace, [name])[name]
         assert decision.node == last_node, f"sync pod not bound to {last_node}: {decision}"
         self.delete_pod(namespace, name)
+        if claims:
+            self.delete_claims(namespace, [name])
 
     # pods
 
@@ -341,14 +459,16 @@ class KubeSide:
                 raise AssertionError(f"no FailedScheduling event for {namespace}/{name}")
             time.sleep(POLL)
 
-    def objects(self, *, volumes: bool = False) -> list[Obj]:
-        """Nodes, pods and namespaces (and with `volumes` the storage objects) as the API
-        server holds them, as a cluster file lists them."""
+    def objects(self, *, volumes: bool = False, dra: bool = False) -> list[Obj]:
+        """Nodes, pods and namespaces (with `volumes` the storage objects, with `dra`
+        the resource.k8s.io ones) as the API server holds them, as a cluster file
+        lists them."""
         kinds = [
             ("v1", "Node", "nodes"),
             ("v1", "Pod", "pods"),
             ("v1", "Namespace", "namespaces"),
             *(STORAGE_KINDS if volumes else ()),
+            *(DRA_KINDS if dra else ()),
         ]
         out: list[Obj] = []
         for api_version, kind, plural in kinds:
@@ -873,25 +993,7 @@ def our_writes(
     """What our VolumeBinding's Reserve assumes for the pod on `node`: one cycle of
     our default profile (the pod pinned to `node`, so its Reserve is for that node)
     run to Reserve, then the PVs and claims its assume caches changed."""
-    pinned = copy.deepcopy(pod)
-    pinned["spec"]["affinity"] = _pinned_affinity(pod["spec"].get("affinity"), node)
-    pod_raw, _ = resolve_priority(pinned, objects)
-    info = parse_pod(pod_raw)
-    table, _ = build_table(objects)
-    stores = StaticStores(list[Mapping[str, Any]](objects))
-    profiles = build_profiles(
-        ours.config,
-        ours.catalog,
-        lambda name: FrameworkHandle(name, table, store_provider=stores),
-    )
-    profile = profiles[DEFAULT_SCHEDULER_NAME]
-    framework = profile.framework
-    state = framework.new_cycle_state()
-    result = Algorithm(framework, seed=0).schedule(
-        state, info, table, profile.resolved.percentage_of_nodes_to_score
-    )
-    if result.node != node:
-        raise AssertionError(f"our cycle pinned to {node} chose {result.node}: {result.status}")
+    framework, state, info = _pinned_cycle(ours, objects, pod, node)
     status = framework.run_reserve(state, info, node)
     if not status.is_success():
         raise AssertionError(f"our Reserve on {node} failed: {status}")
@@ -1038,3 +1140,346 @@ def _compare_feasible(
             f"{ {p: v.reasons for p, v in verdict.filter.items() if v.reasons} }"
             f"{kube_detail(node)}"
         )
+
+
+# -- DRA scenarios -------------------------------------------------------------------------
+
+#: Per claim name: ``status.allocation`` without ``allocationTimestamp`` (None: unallocated).
+Allocations = dict[str, Obj | None]
+
+
+def pod_claims(pod: Obj) -> dict[str, str | None]:
+    """The pod's ResourceClaims per ``spec.resourceClaims`` entry: the named claim, or
+    the one the ResourceClaim controller recorded for a template (None: not yet)."""
+    recorded = {
+        s.get("name"): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    out: dict[str, str | None] = {}
+    for entry in pod["spec"].get("resourceClaims") or []:
+        if entry.get("resourceClaimName"):
+            out[entry["name"]] = entry["resourceClaimName"]
+        else:
+            out[entry["name"]] = recorded.get(entry["name"])
+    return out
+
+
+def dra_base(server_pod: Obj) -> Obj:
+    """The pod as read back, creatable, keeping its uid and the claims the ResourceClaim
+    controller recorded for it (a generated claim must be owned by the pod)."""
+    base = plain_copy(server_pod, server_pod["metadata"]["name"])
+    base["metadata"]["uid"] = server_pod["metadata"]["uid"]
+    statuses = (server_pod.get("status") or {}).get("resourceClaimStatuses")
+    if statuses:
+        base["status"] = {"resourceClaimStatuses": copy.deepcopy(statuses)}
+    return base
+
+
+def _allocation(claim: Obj | None) -> Obj | None:
+    found = ((claim or {}).get("status") or {}).get("allocation")
+    if found is None:
+        return None
+    return {k: v for k, v in found.items() if k != "allocationTimestamp"}
+
+
+def wait_for_claims(kube: KubeSide, namespace: str, name: str) -> Obj:
+    """The pod once the ResourceClaim controller has created the claims of its templates
+    (recorded in its status) and they exist; the pod as read then."""
+    deadline = time.monotonic() + DECISION_TIMEOUT
+    while True:
+        pod = kube.client.get(f"/api/v1/namespaces/{namespace}/pods/{name}").body
+        claims = pod_claims(pod)
+        if all(
+            c is not None
+            and kube.client.get(
+                f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims/{c}", check=False
+            ).status
+            == 200
+            for c in claims.values()
+        ):
+            return dict(pod)
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"the ResourceClaim controller made no claims for {name}: {claims}"
+            )
+        time.sleep(POLL)
+
+
+def probe_dra(
+    kube: KubeSide, namespace: str, manifest: Obj, nodes: list[str], *, parallel: bool
+) -> dict[str, KubeDecision]:
+    """kube-scheduler's pinned probes of a pod with ResourceClaims (see ``run_dra_step``):
+    each probe gets its own copy of every unallocated claim the pod names; allocated
+    ones are shared by the probes, held by :data:`PROBE_HOLD` meanwhile."""
+    claims_path = f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
+    claims = {c["metadata"]["name"]: c for c in kube.client.get(claims_path).body["items"]}
+    prefix = f"{manifest['metadata']['name']}-pin-"
+    hold = {**PROBE_HOLD, "uid": str(uuid.uuid4())}
+    held: set[str] = set()
+    probes: dict[str, Obj] = {}
+    for i, node in enumerate(nodes):
+        probe = pin_probe(manifest, node, f"{prefix}{i}")
+        for entry in probe["spec"].get("resourceClaims") or []:
+            original = claims.get(entry.get("resourceClaimName") or "")
+            if original is None:
+                continue  # a template (the controller makes each probe its own claim)
+            if (original.get("status") or {}).get("allocation") is not None:
+                held.add(original["metadata"]["name"])
+                continue
+            copied: Obj = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"{prefix}{i}-{entry['name']}"},
+                "spec": copy.deepcopy(original["spec"]),
+            }
+            kube.create_dra_object(namespace, copied)
+            entry["resourceClaimName"] = copied["metadata"]["name"]
+        probes[node] = probe
+    for name in sorted(held):
+        _change_reserved_for(kube, namespace, name, lambda entries: [*entries, hold])
+    if held:
+        kube.sync(namespace, nodes[-1], claims=True)  # kube-scheduler has seen the holds
+    out: dict[str, KubeDecision] = {}
+    uids: set[str] = set()
+    if parallel:
+        for probe in probes.values():
+            uids.add(kube.create_pod(namespace, probe)["metadata"]["uid"])
+        decided = kube.wait(namespace, [p["metadata"]["name"] for p in probes.values()])
+        out = {node: decided[probe["metadata"]["name"]] for node, probe in probes.items()}
+    else:
+        for node, probe in probes.items():
+            uids.add(kube.create_pod(namespace, probe)["metadata"]["uid"])
+            name = probe["metadata"]["name"]
+            out[node] = kube.wait(namespace, [name])[name]
+            kube.delete_pod(namespace, name)
+    for probe in probes.values():
+        kube.delete_pod(namespace, probe["metadata"]["name"])
+    uids.add(hold["uid"])
+    for name in sorted(held):
+        _change_reserved_for(
+            kube, namespace, name, lambda entries: [e for e in entries if e.get("uid") not in uids]
+        )
+    # The copies, and the claims the controller made from templates for the probes
+    # (``<probe>-<entry>-<suffix>``; no garbage collector runs to delete them).
+    leftovers = [
+        c["metadata"]["name"]
+        for c in kube.client.get(claims_path).body["items"]
+        if c["metadata"]["name"].startswith(prefix)
+    ]
+    kube.delete_claims(namespace, leftovers)
+    return out
+
+
+def _change_reserved_for(
+    kube: KubeSide, namespace: str, name: str, change: Callable[[list[Obj]], list[Obj]]
+) -> None:
+    """Rewrite a claim's ``status.reservedFor`` (a read-modify-write: the ResourceClaim
+    controller may update it at the same time)."""
+    path = f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims/{name}"
+    for _ in range(20):
+        claim = kube.client.get(path).body
+        status = claim.setdefault("status", {})
+        entries = change(list(status.get("reservedFor") or []))
+        if entries:
+            status["reservedFor"] = entries
+        else:
+            status.pop("reservedFor", None)
+        reply = kube.client.request("PUT", f"{path}/status", claim, check=False)
+        if reply.status == 409:
+            continue
+        if reply.status >= 400:
+            raise AssertionError(f"reservedFor of {namespace}/{name}: {reply.body}")
+        return
+    raise AssertionError(f"reservedFor of {namespace}/{name}: conflicts without end")
+
+
+def _pinned_cycle(
+    ours: OurSide, objects: list[Obj], pod: Obj, node: str
+) -> tuple[Any, CycleState, PodInfo]:
+    """One cycle of our default profile for `pod` pinned to `node` (so Reserve and the
+    plugins' per-node state are for that node): the framework, its state, the pod."""
+    pinned = copy.deepcopy(pod)
+    pinned["spec"]["affinity"] = _pinned_affinity(pod["spec"].get("affinity"), node)
+    pod_raw, _ = resolve_priority(pinned, objects)
+    info = parse_pod(pod_raw)
+    table, _ = build_table(objects)
+    stores = StaticStores(list[Mapping[str, Any]](objects))
+    profiles = build_profiles(
+        ours.config,
+        ours.catalog,
+        lambda name: FrameworkHandle(name, table, store_provider=stores),
+    )
+    profile = profiles[DEFAULT_SCHEDULER_NAME]
+    framework = profile.framework
+    state = framework.new_cycle_state()
+    result = Algorithm(framework, seed=0).schedule(
+        state, info, table, profile.resolved.percentage_of_nodes_to_score
+    )
+    if result.node != node:
+        raise AssertionError(f"our cycle pinned to {node} chose {result.node}: {result.status}")
+    return framework, state, info
+
+
+def our_allocations(ours: OurSide, objects: list[Obj], pod: Obj, node: str) -> Allocations:
+    """What our DynamicResources would write for the pod on `node`: per claim of the pod,
+    the allocation its Filter found there (``_State.node_allocations``, what Reserve
+    keeps and PreBind writes), or the claim's own when it is allocated already."""
+    _, state, _ = _pinned_cycle(ours, objects, pod, node)
+    data = state.get(DRA_STATE_KEY)
+    assert isinstance(data, DraState), f"no DynamicResources state for {pod['metadata']['name']}"
+    found = data.node_allocations.get(node, [])
+    new = {
+        data.claims[index]["metadata"]["name"]: dict(result)
+        for index, result in zip(data.to_allocate, found, strict=False)
+    }
+    namespace = pod["metadata"]["namespace"]
+    by_name = {
+        o["metadata"]["name"]: o
+        for o in objects
+        if o["kind"] == "ResourceClaim" and o["metadata"]["namespace"] == namespace
+    }
+    out: Allocations = {}
+    for claim in pod_claims(pod).values():
+        assert claim is not None
+        out[claim] = new[claim] if claim in new else _allocation(by_name.get(claim))
+    return out
+
+
+def kube_allocations(kube: KubeSide, namespace: str, pod: Obj) -> Allocations:
+    out: Allocations = {}
+    for claim in pod_claims(pod).values():
+        assert claim is not None
+        got = kube.client.get(f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims/{claim}")
+        out[claim] = _allocation(got.body)
+    return out
+
+
+def run_dra_step(
+    kube: KubeSide, ours: OurSide, scenario: Scenario, namespace: str, step: Step
+) -> StepReport:
+    """Compare one pod with ResourceClaims (see ``test_fidelity.py``).
+
+    Probes: a pinned probe that kube-scheduler binds allocates the claims it uses
+    (and joins their ``reservedFor``), so probes cannot share the pod's unallocated
+    claims: each probe gets its own copy of every unallocated claim the pod names
+    (``<probe>-<entry>``, the same spec). A template's claim is the ResourceClaim
+    controller's, one per probe anyway. With only node-local slices a probe's
+    allocation is on its own node, so the probes of a pod without inter-pod
+    affinity still run all at once. An *allocated* claim is not copied: the same
+    devices in two claims would corrupt kube-scheduler's allocated-device set
+    (a set of device IDs: deleting the copy frees the device the original still
+    holds). The probes share it instead (it stays allocated; a probe kube binds
+    only joins ``reservedFor``), and while they run it is held by
+    :data:`PROBE_HOLD`, a non-pod consumer: kube-scheduler's PostFilter
+    deallocates an allocated claim nobody else uses when the pod cannot go where
+    it is allocated, which would change the scenario (and let the probe's next
+    attempt succeed anywhere). Afterwards the probes are deleted, their copies
+    and generated claims too (finalizers dropped), the hold and the probes are
+    taken out of ``reservedFor``, and a sync pod with a claim of its own waits
+    until kube-scheduler has seen all that, before the pod itself is let go.
+
+    Our side needs no copies (``explain`` writes nothing): our probes are the pod
+    pinned to each node, with its uid and claims. For a pod kube-scheduler binds,
+    the ``status.allocation`` kube wrote for each of its claims (the API after
+    binding, ``allocationTimestamp`` left out) must equal what our plugin's Filter
+    found for kube's node (``our_allocations``). A pod that fits nowhere is deleted
+    after the comparison, so that it cannot take devices later.
+    """
+    node_names = [n["metadata"]["name"] for n in scenario.nodes]
+    last_node = node_names[-1]
+    held = copy.deepcopy(step.pod)
+    held["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
+    name = kube.create_pod(namespace, held)["metadata"]["name"]
+    server_pod = wait_for_claims(kube, namespace, name)
+    base = dra_base(server_pod)
+    objects = kube.objects(dra=True)
+    kind, parallel = probe_kind(base)
+    assert kind == "pin", "DRA scenarios use pinned probes only"
+
+    explanation = ours.explain(objects, base)
+    manifest = plain_copy({**step.pod, "metadata": {**step.pod["metadata"]}}, name)
+    kube_probes = probe_dra(kube, namespace, manifest, node_names, parallel=parallel)
+    kube.sync(namespace, last_node, claims=True)
+    our_probes = set()
+    for node in node_names:
+        pinned = copy.deepcopy(base)
+        pinned["spec"]["affinity"] = _pinned_affinity(base["spec"].get("affinity"), node)
+        if ours.explain(objects, pinned).node == node:
+            our_probes.add(node)
+    report = StepReport(
+        pod=name,
+        probe_kind=f"pin with claim copies{' (parallel)' if parallel else ''}",
+        kube_feasible={n for n, d in kube_probes.items() if d.node == n},
+        our_feasible=set(explanation.feasible),
+        our_probe_feasible=our_probes,
+        kube_node=None,
+        our_tied=list(explanation.tied),
+    )
+    if report.our_feasible != report.our_probe_feasible:
+        report.problems.append(
+            f"our probes disagree with our own cycle: cycle {sorted(report.our_feasible)}, "
+            f"probes {sorted(report.our_probe_feasible)}"
+        )
+    _compare_feasible(report, explanation, "", lambda node: f"; kube probe: {kube_probes[node]}")
+
+    kube.set_gates(namespace, name, [])
+    decision = kube.wait(namespace, [name])[name]
+    report.kube_node = decision.node
+    if (decision.node is None) != (step.expect == "unschedulable"):
+        report.problems.append(
+            f"scenario intent: expected {step.expect}, kube-scheduler said {decision}"
+        )
+    if decision.node is None:
+        note = availability(kube.failed_scheduling_note(namespace, name))
+        mine = availability(explanation.message)
+        if explanation.node is not None:
+            report.problems.append(f"kube-scheduler found no node, we chose {explanation.node}")
+        elif note != mine:
+            report.problems.append(f"FailedScheduling differs:\n  ours: {mine}\n  kube: {note}")
+        report.details.append(f"  kube: {note}")
+        kube.delete_pod(namespace, name)
+        return report
+    if decision.node not in explanation.tied:
+        report.problems.append(
+            f"kube-scheduler chose {decision.node}, not among our tied best {explanation.tied}"
+        )
+    if len(report.kube_feasible) > 1:
+        kube_scores, kube_totals = kube.scores(f"{namespace}/{name}")
+        if not kube_scores:
+            report.problems.append("no score lines for the pod in kube-scheduler's log (-v=10)")
+        else:
+            problems = compare_scores(explanation, kube_scores, kube_totals)
+            report.problems.extend(f"score: {p}" for p in problems)
+            if problems or decision.node not in explanation.tied:
+                report.details.append(
+                    score_table(explanation, kube_scores, kube_totals, decision.node)
+                )
+    kube_wrote = kube_allocations(kube, namespace, base)
+    try:
+        we_write = our_allocations(ours, objects, base, decision.node)
+    except AssertionError as err:
+        report.problems.append(f"no allocation of ours on {decision.node}: {err}")
+        report.details.append(f"  allocations on {decision.node}: {_short(kube_wrote)}")
+        return report
+    if kube_wrote != we_write:
+        report.problems.append(
+            f"allocations on {decision.node} differ:\n  ours: {we_write}\n  kube: {kube_wrote}"
+        )
+    report.details.append(f"  allocations on {decision.node}: {_short(kube_wrote)}")
+    return report
+
+
+def _short(allocations: Allocations) -> str:
+    """Claim -> request=pool/device, ... and the node selector's node, for the log."""
+    parts = []
+    for claim, found in allocations.items():
+        if found is None:
+            parts.append(f"{claim}: -")
+            continue
+        results = found.get("devices", {}).get("results") or []
+        devices = ", ".join(
+            f"{r['request']}={r['pool']}/{r['device']}{' (admin)' if r.get('adminAccess') else ''}"
+            for r in results
+        )
+        parts.append(f"{claim}: [{devices}]")
+    return "; ".join(parts)

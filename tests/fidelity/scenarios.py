@@ -18,6 +18,9 @@ Rules that keep the two sides comparable:
   (see ``harness.py``). Their storage objects are in ``Scenario.storage``;
   every PV has ``persistentVolumeReclaimPolicy: Retain`` (nothing to reclaim)
   and every name (classes, drivers, PVs) is unique across scenarios.
+- DRA scenarios (:data:`DRA_SCENARIOS`) run with kube-controller-manager's
+  ResourceClaim controller; their objects are in ``Scenario.dra`` and their
+  class names are unique across scenarios.
 - The node created last must accept a pod with no labels, no requests and a
   toleration for every taint (the harness's sync pod, see ``harness.py``).
 """
@@ -194,6 +197,13 @@ class Scenario:
     #: Provisioners the harness plays (see ``harness.TestProvisioner``): a claim
     #: of theirs that kube-scheduler annotates with a selected node gets a PV.
     provisioners: tuple[str, ...] = ()
+    #: Dynamic Resource Allocation objects (resource.k8s.io/v1): DeviceClasses and
+    #: ResourceSlices, and, in the scenario's namespace, ResourceClaims (one with a
+    #: ``status`` is allocated by the harness) and ResourceClaimTemplates.
+    dra: list[Obj] = field(default_factory=list)
+    #: A difference from kube-scheduler that is known and not fixed yet: the test
+    #: is then expected to fail (a strict xfail, so the fix shows up as XPASS).
+    known_difference: str = ""
 
     def __post_init__(self) -> None:
         assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
@@ -1546,3 +1556,340 @@ VOLUME_SCENARIOS: list[Scenario] = [
     _read_write_once_pod(),
     _ephemeral_volumes(),
 ]
+
+
+# -- Dynamic Resource Allocation ------------------------------------------------------------
+
+RESOURCE_V1 = "resource.k8s.io/v1"
+DRA_DRIVER = "gpu.fidelity.test"
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+
+
+def device_class(name: str, expression: str) -> Obj:
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def gpu(name: str, model: str, memory: str, *, healthy: bool = True) -> Obj:
+    """One device of :data:`DRA_DRIVER` with a ``model``/``healthy`` attribute and memory."""
+    return {
+        "name": name,
+        "attributes": {"model": {"string": model}, "healthy": {"bool": healthy}},
+        "capacity": {"memory": {"value": memory}},
+    }
+
+
+def resource_slice(on: str, *devices: Obj) -> Obj:
+    """A node-local ResourceSlice: the node's own pool (named after it), one slice."""
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{on}-{DRA_DRIVER}"},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": on,
+            "pool": {"name": on, "generation": 1, "resourceSliceCount": 1},
+            "devices": list(devices),
+        },
+    }
+
+
+def exactly(
+    klass: str,
+    *selectors: str,
+    count: int | None = None,
+    mode: str | None = None,
+    admin: bool = False,
+) -> Obj:
+    """An ``exactly`` device request (``mode``: ``All``; default ExactCount, ``count``)."""
+    out: Obj = {"deviceClassName": klass}
+    if selectors:
+        out["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    if mode:
+        out["allocationMode"] = mode
+    if count is not None:
+        out["count"] = count
+    if admin:
+        out["adminAccess"] = True
+    return out
+
+
+def claim_spec(*requests: Obj, constraints: Sequence[Obj] = ()) -> Obj:
+    """A claim spec from requests, each ``{"name": ..., "exactly"|"firstAvailable": ...}``."""
+    devices: Obj = {"requests": list(requests)}
+    if constraints:
+        devices["constraints"] = [dict(c) for c in constraints]
+    return {"devices": devices}
+
+
+def resource_claim(name: str, spec: Obj, *, allocation: Obj | None = None) -> Obj:
+    """A ResourceClaim; with ``allocation`` the harness writes it as ``status.allocation``."""
+    out: Obj = {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    if allocation is not None:
+        out["status"] = {"allocation": allocation}
+    return out
+
+
+def claim_template(name: str, spec: Obj) -> Obj:
+    return {
+        "apiVersion": RESOURCE_V1,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": spec},
+    }
+
+
+def node_allocation(on: str, *results: tuple[str, str]) -> Obj:
+    """``status.allocation`` of devices of `on`'s pool, (request, device) each, as kube
+    writes it: results plus a node selector for that node."""
+    return {
+        "devices": {
+            "results": [
+                {"request": request, "driver": DRA_DRIVER, "pool": on, "device": device}
+                for request, device in results
+            ]
+        },
+        "nodeSelector": {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [on]}]}
+            ]
+        },
+    }
+
+
+def with_resource_claims(
+    name: str, *claims: str, templates: Mapping[str, str] | None = None, **kwargs: Any
+) -> Obj:
+    """A pod using ResourceClaims by name (entry named after the claim) and through
+    templates (entry name -> template); its container uses every entry."""
+    entries: list[Obj] = [{"name": c, "resourceClaimName": c} for c in claims]
+    entries += [
+        {"name": entry, "resourceClaimTemplateName": template}
+        for entry, template in (templates or {}).items()
+    ]
+    main = container()
+    main["resources"]["claims"] = [{"name": e["name"]} for e in entries]
+    return pod(name, containers=[main], resourceClaims=entries, **kwargs)
+
+
+def _model(model: str) -> str:
+    return f'device.attributes["{DRA_DRIVER}"].model == "{model}"'
+
+
+def _memory(operator: str, quantity: str) -> str:
+    return f'device.capacity["{DRA_DRIVER}"].memory.compareTo(quantity("{quantity}")) {operator} 0'
+
+
+def _dra_devices() -> Scenario:
+    klass = "fid-dra-gpu"
+    return Scenario(
+        "dra-devices",
+        "DRA on node-local slices (two nodes without any): a class CEL selector (healthy "
+        "devices), claim selectors on attributes and on capacity (quantity/compareTo), "
+        "allocationMode All, count 2, firstAvailable (the first alternative scores higher), "
+        "matchAttribute across two requests (backtracking), a pre-allocated claim (its device "
+        "taken, its pod pinned; and nowhere with a node selector elsewhere), admin access, "
+        "a missing class",
+        nodes=[
+            node("dra-1"),
+            node("dra-2", cpu="8", memory="16Gi"),
+            node("dra-3"),
+            node("dra-4"),
+            node("dra-5"),
+            node("dra-6"),
+        ],
+        labels={ADMIN_ACCESS_LABEL: "true"},
+        dra=[
+            device_class(
+                klass,
+                f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].healthy',
+            ),
+            resource_slice(
+                "dra-1", gpu("gpu-0", "a100", "40Gi"), gpu("gpu-1", "a100", "40Gi", healthy=False)
+            ),
+            resource_slice(
+                "dra-2",
+                gpu("gpu-0", "a100", "80Gi"),
+                gpu("gpu-1", "a100", "80Gi"),
+                gpu("gpu-2", "h100", "80Gi"),
+                gpu("gpu-3", "h100", "80Gi"),
+            ),
+            resource_slice(
+                "dra-3",
+                gpu("gpu-0", "t4", "16Gi"),
+                gpu("gpu-1", "t4", "16Gi"),
+                gpu("gpu-2", "t4", "16Gi"),
+            ),
+            resource_slice(
+                "dra-4",
+                gpu("gpu-0", "l4", "24Gi"),
+                gpu("gpu-1", "l4", "24Gi"),
+                gpu("gpu-2", "t4", "16Gi"),
+            ),
+            resource_claim(
+                "pinned",
+                claim_spec({"name": "gpu", "exactly": exactly(klass)}),
+                allocation=node_allocation("dra-3", ("gpu", "gpu-0")),
+            ),
+            resource_claim(
+                "all-a100",
+                claim_spec({"name": "gpu", "exactly": exactly(klass, _model("a100"), mode="All")}),
+            ),
+            resource_claim(
+                "a100", claim_spec({"name": "gpu", "exactly": exactly(klass, _model("a100"))})
+            ),
+            resource_claim(
+                "first-available",
+                claim_spec(
+                    {
+                        "name": "gpu",
+                        "firstAvailable": [
+                            {
+                                "name": "h100",
+                                "deviceClassName": klass,
+                                "selectors": [{"cel": {"expression": _model("h100")}}],
+                            },
+                            {
+                                "name": "t4",
+                                "deviceClassName": klass,
+                                "selectors": [{"cel": {"expression": _model("t4")}}],
+                            },
+                        ],
+                    }
+                ),
+            ),
+            resource_claim(
+                "big-memory",
+                claim_spec({"name": "gpu", "exactly": exactly(klass, _memory(">=", "64Gi"))}),
+            ),
+            resource_claim(
+                "all-h100",
+                claim_spec({"name": "gpu", "exactly": exactly(klass, _model("h100"), mode="All")}),
+            ),
+            resource_claim(
+                "same-model",
+                claim_spec(
+                    {"name": "any", "exactly": exactly(klass)},
+                    {"name": "small", "exactly": exactly(klass, _memory("<", "20Gi"))},
+                    constraints=[
+                        {"requests": ["any", "small"], "matchAttribute": f"{DRA_DRIVER}/model"}
+                    ],
+                ),
+            ),
+            resource_claim("two", claim_spec({"name": "gpus", "exactly": exactly(klass, count=2)})),
+            resource_claim(
+                "admin",
+                claim_spec({"name": "gpu", "exactly": exactly(klass, _model("t4"), admin=True)}),
+            ),
+            resource_claim(
+                "no-class", claim_spec({"name": "gpu", "exactly": exactly("fid-dra-missing")})
+            ),
+        ],
+        steps=[
+            # dra-1 has one healthy a100, dra-2 two: both feasible, All takes every one.
+            Step(with_resource_claims("all-a100", "all-a100")),
+            Step(with_resource_claims("a100", "a100")),
+            # h100 (dra-2) is the first alternative, t4 (dra-3, dra-4) the second.
+            Step(with_resource_claims("first-available", "first-available")),
+            Step(with_resource_claims("big-memory", "big-memory")),
+            # One h100 is taken now: All cannot have every one anywhere.
+            Step(with_resource_claims("all-h100", "all-h100"), expect="unschedulable"),
+            # A small (t4) device and another of its model: dra-4's only t4 has no twin.
+            Step(with_resource_claims("same-model", "same-model")),
+            Step(with_resource_claims("two", "two")),
+            Step(with_resource_claims("uses-pinned", "pinned")),
+            # Its claim is allocated on dra-3, its node selector wants dra-4.
+            Step(
+                with_resource_claims(
+                    "pinned-elsewhere", "pinned", nodeSelector={HOSTNAME: "dra-4"}
+                ),
+                expect="unschedulable",
+            ),
+            # Admin access may use a device another claim has (dra-3's gpu-0).
+            Step(with_resource_claims("admin", "admin")),
+            Step(with_resource_claims("no-class", "no-class"), expect="unschedulable"),
+        ],
+    )
+
+
+def _dra_shared() -> Scenario:
+    klass = "fid-dra-shared-gpu"
+    one_gpu = claim_spec({"name": "gpu", "exactly": exactly(klass)})
+    return Scenario(
+        "dra-shared",
+        "DRA: a claim shared by two pods (the second follows the first's allocation), "
+        "pods with ResourceClaimTemplates (the ResourceClaim controller creates their claims) "
+        "until no device is left (one node tainted)",
+        nodes=[
+            node("drs-1", cpu="8", memory="16Gi"),
+            node("drs-2"),
+            node("drs-3", taints=[taint("fidelity.test/dra", "x")]),
+            node("drs-4"),
+        ],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            resource_slice("drs-1", gpu("gpu-0", "a100", "40Gi")),
+            resource_slice("drs-2", gpu("gpu-0", "a100", "40Gi")),
+            resource_claim("shared", one_gpu),
+            claim_template("one-gpu", one_gpu),
+        ],
+        steps=[
+            Step(with_resource_claims("share-a", "shared")),
+            Step(with_resource_claims("share-b", "shared")),
+            Step(with_resource_claims("template-a", templates={"gpu": "one-gpu"})),
+            Step(
+                with_resource_claims("template-b", templates={"gpu": "one-gpu"}),
+                expect="unschedulable",
+            ),
+        ],
+    )
+
+
+def _dra_unavailable_claim() -> Scenario:
+    klass = "fid-dra-unavailable-gpu"
+    one_gpu = claim_spec({"name": "gpu", "exactly": exactly(klass)})
+    return Scenario(
+        "dra-unavailable-claim",
+        "DRA: a pod with a claim allocated on another node (in use there) and a claim to "
+        "allocate fits nowhere: which reason each node gets (kube runs the allocator "
+        "before it reports the allocated claim unavailable)",
+        nodes=[
+            node("dru-1", cpu="8", memory="16Gi"),
+            node("dru-2"),
+            node("dru-3", taints=[taint("fidelity.test/dra", "x")]),
+            node("dru-4"),
+        ],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            resource_slice("dru-1", gpu("gpu-0", "a100", "40Gi")),
+            resource_slice("dru-2", gpu("gpu-0", "a100", "40Gi")),
+            resource_claim("shared", one_gpu),
+            resource_claim("extra", one_gpu),
+        ],
+        steps=[
+            Step(with_resource_claims("user", "shared")),
+            # dru-1 (where "shared" is) has no device left for "extra"; dru-2 has one
+            # but is not where "shared" is; dru-4 has neither.
+            Step(
+                with_resource_claims("shared-and-extra", "shared", "extra"), expect="unschedulable"
+            ),
+        ],
+        known_difference=(
+            "DynamicResources Filter: a node where an allocated claim is unavailable and the "
+            "other claims cannot be allocated either (dru-4) is 'resourceclaim not available "
+            "on the node' for us, 'cannot allocate all claims' for kube"
+        ),
+    )
+
+
+#: Run with kube-controller-manager's ResourceClaim controller (``test_fidelity.py``).
+DRA_SCENARIOS: list[Scenario] = [_dra_devices(), _dra_shared(), _dra_unavailable_claim()]

@@ -29,6 +29,15 @@ PV or claim it was meant to test (``harness.run_volume_step``):
 A WaitForFirstConsumer claim of a provisioner gets its PV from the harness's
 ``TestProvisioner`` (as external-provisioner would create it), so the PV
 controller binds it and kube-scheduler's PreBind completes.
+
+DRA scenarios (``DRA_SCENARIOS``) run with kube-controller-manager's
+ResourceClaim controller (it makes template pods' claims and releases claims of
+deleted pods). They are probed like the others, but each kube-side probe gets
+its own copies of the pod's claims (``harness.run_dra_step``). Besides the
+feasible sets, scores and FailedScheduling sentence, the ``status.allocation``
+kube-scheduler wrote for each claim of a pod it bound (devices: request,
+driver, pool, device; node selector) must equal what our DynamicResources found
+for that node.
 """
 
 from __future__ import annotations
@@ -39,13 +48,21 @@ from pathlib import Path
 import pytest
 
 from scheduler.testing.controlplane import (
+    DRA_CONTROLLERS,
     KUBE_SCHEDULER,
     ControlPlane,
     run_kube_scheduler,
     start_control_plane,
 )
-from tests.fidelity.harness import KubeSide, OurSide, StepReport, run_step, run_volume_step
-from tests.fidelity.scenarios import SCENARIOS, VOLUME_SCENARIOS, Scenario
+from tests.fidelity.harness import (
+    KubeSide,
+    OurSide,
+    StepReport,
+    run_dra_step,
+    run_step,
+    run_volume_step,
+)
+from tests.fidelity.scenarios import DRA_SCENARIOS, SCENARIOS, VOLUME_SCENARIOS, Scenario
 
 pytestmark = pytest.mark.fidelity
 
@@ -85,6 +102,16 @@ def volume_sides(
         yield kube, ours
 
 
+@pytest.fixture(scope="module")
+def dra_sides(
+    plane_and_sides: tuple[ControlPlane, KubeSide, OurSide],
+) -> Iterator[tuple[KubeSide, OurSide]]:
+    """The same sides with kube-controller-manager's ResourceClaim controller running."""
+    plane, kube, ours = plane_and_sides
+    with plane.run_controller_manager(DRA_CONTROLLERS):
+        yield kube, ours
+
+
 def _print(scenario: Scenario, report: StepReport) -> None:
     print(
         f"{scenario.name}/{report.pod} [{report.probe_kind}]: "
@@ -119,6 +146,36 @@ def test_volume_placement_matches_kube_scheduler(
     failures: list[str] = []
     for step in scenario.steps:
         report = run_volume_step(kube, ours, scenario, namespace, step)
+        _print(scenario, report)
+        for line in report.details:
+            print(line)
+        if report.problems:
+            failures.append("\n".join([f"{report.pod}:", *report.problems, *report.details]))
+    assert not failures, f"{scenario.name}: {scenario.description}\n" + "\n\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(
+            s,
+            id=s.name,
+            marks=[pytest.mark.xfail(strict=True, reason=s.known_difference)]
+            if s.known_difference
+            else [],
+        )
+        for s in DRA_SCENARIOS
+    ],
+)
+def test_dra_placement_matches_kube_scheduler(
+    dra_sides: tuple[KubeSide, OurSide], scenario: Scenario
+) -> None:
+    kube, ours = dra_sides
+    namespace = f"fid-{scenario.name}"
+    kube.load(scenario, namespace)
+    failures: list[str] = []
+    for step in scenario.steps:
+        report = run_dra_step(kube, ours, scenario, namespace, step)
         _print(scenario, report)
         for line in report.details:
             print(line)
