@@ -199,9 +199,15 @@ class _Request:
         }
 
 
+def _requests_of(container: Mapping[str, Any]) -> dict[str, Any]:
+    """The container's requests as the API server stores them: limits fill the gaps."""
+    resources = container.get("resources") or {}
+    return {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+
+
 def _int_request(container: Mapping[str, Any], resource: str) -> int | None:
     """The container's request for ``resource`` if a whole number (Quantity.AsInt64)."""
-    requests = (container.get("resources") or {}).get("requests") or {}
+    requests = _requests_of(container)
     if resource not in requests:
         return None
     try:
@@ -237,7 +243,7 @@ def _request_and_mappings(
         if covered >= count:
             return None, mappings
     # The request's index among the container's requests, sorted by name.
-    names = sorted((container.get("resources") or {}).get("requests") or {})
+    names = sorted(_requests_of(container))
     position = names.index(resource)
     name = f"container-{index}-request-{position}"
     mappings.append(

@@ -104,6 +104,7 @@ from scheduler.plugins.dynamicresources.claims import (
 from scheduler.plugins.dynamicresources.extended import (
     DeviceClassResolver,
     find_extended_claim,
+    is_dra_extended_resource_name,
     is_special,
     mapped_requests,
     owner_uid,
@@ -307,7 +308,9 @@ class DynamicResources(Plugin):
 
     @hookimpl
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
-        wanted = mapped_requests(pod, self.resolver()) if pod.requests else {}
+        wanted: dict[str, int] = {}
+        if any(is_dra_extended_resource_name(name) for name in pod.requests):
+            wanted = mapped_requests(pod, self.resolver())
         if not pod.resource_claims and not wanted:
             return Status.skip()
         try:

@@ -498,3 +498,20 @@ def test_fit_counts_only_the_devices_the_class_admits(catalog: PluginCatalog) ->
     # Two of each node's devices are of the class: (2 - 1) * 100 / 2.
     raw = {name: report.score["NodeResourcesFit"].raw for name, report in result.nodes.items()}
     assert raw == {"node-b": 50, "node-c": 50}
+
+
+def test_limits_stand_in_for_missing_requests() -> None:
+    """The API server defaults requests from limits; a cluster file may not have."""
+    the_pod = {
+        "spec": {
+            "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "1"}, "limits": {GPU: "2"}}}
+            ]
+        }
+    }
+    requests, mappings = requests_and_mappings(the_pod, [GPU], DeviceClassResolver(CLASSES))
+    # Sorted names: cpu, example.com/gpu.
+    assert [(r["name"], r["exactly"]["count"]) for r in requests] == [("container-0-request-1", 2)]
+    assert mappings == [
+        {"containerName": "c", "resourceName": GPU, "requestName": "container-0-request-1"}
+    ]
