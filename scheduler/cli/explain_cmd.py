@@ -15,6 +15,7 @@ from scheduler.observability.logging import QUIET, configure_logging
 
 MAX_WIDTH = 120  # above this the score columns use abbreviated plugin names
 MAX_LISTED = 8  # node names listed per rejection group before "and N more"
+MAX_TIMED = 8  # plugins listed under "Time per plugin", slowest first
 
 
 def load_pod_file(path: str | Path) -> dict[str, object]:
@@ -119,6 +120,35 @@ def _rejections(result: Explanation) -> list[str]:
     return out
 
 
+def _plugin_times(result: Explanation) -> list[str]:
+    if not result.plugin_times:
+        return []
+    total = sum(t.seconds for t in result.plugin_times)
+    shown = result.plugin_times[:MAX_TIMED]
+    rows = [
+        [t.plugin, t.point, f"{t.seconds * 1000:.3f}", f"{t.seconds / total:.0%}" if total else ""]
+        for t in shown
+    ]
+    title = f"Time per plugin in this cycle ({total * 1000:.3f} ms in plugins, slowest first):"
+    lines = _table(["PLUGIN", "POINT", "MS", "SHARE"], rows, 2)
+    out = [title, *("  " + line for line in lines)]
+    if len(result.plugin_times) > MAX_TIMED:
+        out.append(f"  and {len(result.plugin_times) - MAX_TIMED} more (--output json lists all)")
+    return out
+
+
+def _ignored(result: Explanation) -> list[str]:
+    if not result.ignored:
+        return []
+    out = ["Left out of this decision (failurePolicy Ignore):"]
+    for failure in result.ignored:
+        why = {"overrun": "over its budget", "circuit_open": "circuit breaker open"}.get(
+            failure.reason, "error"
+        )
+        out.append(f"  {failure.plugin} at {failure.point} ({why}): {failure.message}")
+    return out
+
+
 def render_text(result: Explanation) -> str:
     lines = [
         f"Pod {result.pod}, profile {result.profile}: {result.total_nodes} nodes, "
@@ -130,7 +160,8 @@ def render_text(result: Explanation) -> str:
         lines.append(f"  note: {note}")
     if result.pre_filter_message:
         lines.append(f"  PreFilter rejected the pod: {result.pre_filter_message}")
-    for block in (_score_table(result), _rejections(result)):
+    blocks = (_score_table(result), _rejections(result), _ignored(result), _plugin_times(result))
+    for block in blocks:
         if block:
             lines.append("")
             lines.extend(block)

@@ -32,7 +32,9 @@ __all__ = [
     "API_VERSION",
     "DEFAULT_SCHEDULER_NAME",
     "KIND",
+    "CircuitBreakerConfig",
     "ClientConnectionConfiguration",
+    "FailurePolicy",
     "HookTimeoutOverrides",
     "HookTimeouts",
     "LeaderElectionConfiguration",
@@ -41,6 +43,7 @@ __all__ = [
     "PluginSet",
     "Plugins",
     "ProfileExtensions",
+    "ProfileHookTimeouts",
     "SchedulerConfiguration",
     "SchedulerExtensions",
     "SchedulerProfile",
@@ -209,60 +212,154 @@ class PluginConfig(_ConfigModel):
 # --------------------------------------------------------------------------- our additions
 
 
-class HookTimeouts(_ConfigModel):
-    """Time limits of the binding-cycle hooks, which may be ``async`` and so can hang.
+SYNC_HOOK_BUDGET: Final = 5.0
+"""Default budget of a scheduling-cycle hook call: far above what a vectorised
+plugin takes at 5,000 nodes (milliseconds), well under the lease's renewDeadline."""
 
-    Scheduling-cycle hooks are synchronous and run on the scheduling thread, so
-    they cannot be interrupted and have no timeout here.
-    """
+FailurePolicy = Literal["Fail", "Ignore"]
+"""What a plugin's error or overrun costs: the pod's attempt (``Fail``) or only
+that plugin's say in it (``Ignore``), as admission webhooks' ``failurePolicy``."""
 
-    permit_max_wait: GoDuration = Field(
-        default=900.0,
-        json_schema_extra=_shown(900.0),
+
+def _budget(seconds: float, what: str) -> Any:
+    return Field(default=seconds, json_schema_extra=_shown(seconds), gt=0, description=what)
+
+
+def _override(point: str) -> Any:
+    return Field(
+        default=None,
         gt=0,
-        description="Longest a Permit plugin may make a pod wait; longer requests are "
-        "capped to this (kube-scheduler caps Permit waits at 15m too).",
-    )
-    pre_bind: GoDuration = Field(
-        default=30.0,
-        json_schema_extra=_shown(30.0),
-        gt=0,
-        description="Time limit of each PreBind hook call.",
-    )
-    bind: GoDuration = Field(
-        default=30.0,
-        json_schema_extra=_shown(30.0),
-        gt=0,
-        description="Time limit of each Bind hook call.",
-    )
-    post_bind: GoDuration = Field(
-        default=30.0,
-        json_schema_extra=_shown(30.0),
-        gt=0,
-        description="Time limit of each PostBind hook call.",
+        description=f"Overrides `{point}` of the enclosing section for this scope.",
     )
 
 
 class HookTimeoutOverrides(_ConfigModel):
-    """Per-profile overrides of :class:`HookTimeouts`; unset fields use the global value."""
+    """Budgets that replace the enclosing ones for one plugin (or one profile).
 
-    permit_max_wait: GoDuration | None = Field(
-        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.permitMaxWait`."
-    )
-    pre_bind: GoDuration | None = Field(
-        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.preBind`."
-    )
-    bind: GoDuration | None = Field(
-        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.bind`."
-    )
-    post_bind: GoDuration | None = Field(
-        default=None, gt=0, description="Overrides `pluggableScheduler.timeouts.postBind`."
+    Unset fields keep the value they override.
+    """
+
+    pre_enqueue: GoDuration | None = _override("preEnqueue")
+    pre_filter: GoDuration | None = _override("preFilter")
+    filter: GoDuration | None = _override("filter")
+    post_filter: GoDuration | None = _override("postFilter")
+    pre_score: GoDuration | None = _override("preScore")
+    score: GoDuration | None = _override("score")
+    reserve: GoDuration | None = _override("reserve")
+    permit: GoDuration | None = _override("permit")
+    permit_max_wait: GoDuration | None = _override("permitMaxWait")
+    pre_bind: GoDuration | None = _override("preBind")
+    bind: GoDuration | None = _override("bind")
+    post_bind: GoDuration | None = _override("postBind")
+
+    def set_fields(self) -> dict[str, float]:
+        """The budgets set here, by field name."""
+        return {
+            name: value
+            for name in type(self).model_fields
+            if isinstance(value := getattr(self, name), float)
+        }
+
+
+class ProfileHookTimeouts(HookTimeoutOverrides):
+    """A profile's budgets: overrides of ``pluggableScheduler.timeouts``, and per plugin."""
+
+    plugins: dict[str, HookTimeoutOverrides] = Field(
+        default_factory=dict,
+        description="Plugin name to its own budgets in this profile; they take precedence "
+        "over `pluggableScheduler.timeouts.plugins`, field by field.",
     )
 
     def apply_to(self, base: HookTimeouts) -> HookTimeouts:
-        """``base`` with the fields set here replaced."""
-        changes = {k: v for k, v in self.model_dump().items() if v is not None}
-        return base.model_copy(update=changes)
+        """``base`` with the fields set here replaced and the plugin budgets merged."""
+        plugins = dict(base.plugins)
+        for name, own in self.plugins.items():
+            merged = plugins.get(name, HookTimeoutOverrides()).set_fields() | own.set_fields()
+            plugins[name] = HookTimeoutOverrides().model_copy(update=merged)
+        return base.model_copy(update={**self.set_fields(), "plugins": plugins})
+
+
+class HookTimeouts(_ConfigModel):
+    """Budgets of plugin hook calls, per extension point, with per-plugin overrides.
+
+    Every call is timed against its budget. An ``async`` hook (PreBind, Bind,
+    PostBind) past its budget is cancelled and abandoned at once, without
+    waiting for it to acknowledge the cancellation, so it cannot hold a
+    binding slot or the shutdown. A synchronous hook (every other point) cannot
+    be interrupted: a call that returns past its budget fails the pod's attempt
+    like an error (or is ignored under `failurePolicy: Ignore`), and a watchdog
+    thread logs a warning, once per call, while a call is still running past
+    its budget. A plugin that declares ``pre_bind_timeout`` (seconds) gets that
+    much for PreBind when it is longer than `preBind`, unless its budget is set
+    under `plugins`.
+    """
+
+    pre_enqueue: GoDuration = _budget(SYNC_HOOK_BUDGET, "Budget of each PreEnqueue call.")
+    pre_filter: GoDuration = _budget(
+        SYNC_HOOK_BUDGET, "Budget of each PreFilter call (and of its AddPod/RemovePod calls)."
+    )
+    filter: GoDuration = _budget(SYNC_HOOK_BUDGET, "Budget of each Filter call.")
+    post_filter: GoDuration = _budget(
+        30.0, "Budget of each PostFilter call (preemption's what-if checks included)."
+    )
+    pre_score: GoDuration = _budget(SYNC_HOOK_BUDGET, "Budget of each PreScore call.")
+    score: GoDuration = _budget(
+        SYNC_HOOK_BUDGET, "Budget of each Score call and of each NormalizeScore call."
+    )
+    reserve: GoDuration = _budget(
+        SYNC_HOOK_BUDGET, "Budget of each Reserve call and of each Unreserve call."
+    )
+    permit: GoDuration = _budget(
+        SYNC_HOOK_BUDGET, "Budget of each Permit call (not of the wait it may ask for)."
+    )
+    permit_max_wait: GoDuration = _budget(
+        900.0,
+        "Longest a Permit plugin may make a pod wait; longer requests are capped to this "
+        "(kube-scheduler caps Permit waits at 15m too).",
+    )
+    pre_bind: GoDuration = _budget(30.0, "Budget of each PreBind call.")
+    bind: GoDuration = _budget(30.0, "Budget of each Bind call.")
+    post_bind: GoDuration = _budget(30.0, "Budget of each PostBind call.")
+    plugins: dict[str, HookTimeoutOverrides] = Field(
+        default_factory=dict,
+        description="Plugin name to its own budgets, in every profile, e.g. "
+        "`{MyPlugin: {filter: 10s}}`; a plugin's budget for a point it does not "
+        "implement is an error.",
+    )
+
+    def budget(self, field: str, plugin: str) -> float:
+        """The budget of ``plugin``'s calls at ``field`` (e.g. ``"filter"``), in seconds."""
+        own = self.plugins.get(plugin)
+        value = getattr(own, field) if own is not None else None
+        return float(value if value is not None else getattr(self, field))
+
+
+class CircuitBreakerConfig(_ConfigModel):
+    """Taking a plugin that keeps failing out of its profile for a while.
+
+    A plugin whose calls fail (raise, return an error or something its hook
+    does not allow, or overrun their budget) for `consecutiveFailures`
+    different pods in a row, with no successful call in between, is out of its
+    profile for `coolDown`: its hooks are skipped when its `failurePolicy` is
+    `Ignore`, and pods fail at once with an error naming the open breaker when
+    it is `Fail`. After the cool-down the next call runs again (half-open):
+    a success closes the breaker, a failure opens it for another cool-down.
+    Failures of one pod retried over and over count once, so a single pod the
+    plugin cannot handle never takes the plugin out.
+    """
+
+    consecutive_failures: int = Field(
+        default=5,
+        ge=0,
+        le=INT32_MAX,
+        description="Failing pods in a row that open the breaker; 0 turns breakers off.",
+    )
+    cool_down: GoDuration = Field(
+        default=30.0,
+        json_schema_extra=_shown(30.0),
+        gt=0,
+        description="How long an open breaker keeps the plugin out before trying it again.",
+    )
 
 
 class SchedulerExtensions(_ConfigModel):
@@ -283,7 +380,13 @@ class SchedulerExtensions(_ConfigModel):
         "at once; further pods wait for a slot after their scheduling cycle.",
     )
     timeouts: HookTimeouts = Field(
-        default_factory=HookTimeouts, description="Time limits of the binding-cycle hooks."
+        default_factory=HookTimeouts,
+        description="Budgets of plugin hook calls, per extension point and per plugin.",
+    )
+    circuit_breaker: CircuitBreakerConfig = Field(
+        default_factory=CircuitBreakerConfig,
+        description="When a plugin that keeps failing is taken out of its profile, and "
+        "for how long.",
     )
 
     @field_validator("server_address")
@@ -315,9 +418,25 @@ class ProfileExtensions(_ConfigModel):
         "descending priority; ties keep the configured order. A plugin not listed uses "
         "the default priority it declares.",
     )
-    timeouts: HookTimeoutOverrides = Field(
-        default_factory=HookTimeoutOverrides,
-        description="Binding-cycle hook time limits for this profile only.",
+    timeouts: ProfileHookTimeouts = Field(
+        default_factory=ProfileHookTimeouts,
+        description="Hook budgets for this profile only (overrides of "
+        "`pluggableScheduler.timeouts`).",
+    )
+    failure_policy: dict[str, FailurePolicy] = Field(
+        default_factory=dict,
+        description="Plugin name to `Fail` (the default, as kube-scheduler) or `Ignore`. "
+        "With `Ignore`, a call that errors, overruns its budget or finds the plugin's "
+        "circuit breaker open costs only that plugin's say in the pod's decision: a "
+        "PreEnqueue, PreFilter or Filter call counts as passing (a PreFilter as Skip, so "
+        "its Filter does not run either), a PreScore call as Skip, a Score or "
+        "NormalizeScore call leaves the plugin's scores out (0 on every node), a "
+        "PostFilter call as no opinion; each is logged, counted in "
+        "`scheduler_plugin_ignored_failures_total`, shown by `explain` and reported in a "
+        "`PluginIgnored` event on the pod. Reserve, Permit, PreBind and Bind failures "
+        "always fail the attempt (what they do cannot be half-done safely), so `Ignore` "
+        "is refused for a plugin that runs only there; Unreserve and PostBind failures "
+        "never fail anything.",
     )
 
 

@@ -43,6 +43,9 @@ from scheduler.config.defaults import (
 )
 from scheduler.config.loading import validation_error_lines
 from scheduler.config.models import (
+    CircuitBreakerConfig,
+    FailurePolicy,
+    HookTimeoutOverrides,
     HookTimeouts,
     Plugin,
     SchedulerConfiguration,
@@ -113,7 +116,11 @@ class ResolvedProfile:
     priorities: Mapping[str, int]
     """Effective priority of each enabled plugin."""
     timeouts: HookTimeouts
-    """Binding-cycle hook time limits, with the profile's overrides applied."""
+    """Hook budgets, with the profile's overrides (and per-plugin ones) applied."""
+    failure_policy: Mapping[str, FailurePolicy] = field(default_factory=dict)
+    """Each plugin's configured failure policy; a plugin not listed has ``Fail``."""
+    circuit_breaker: CircuitBreakerConfig = field(default_factory=CircuitBreakerConfig)
+    """When a failing plugin is taken out of the profile, and for how long."""
     warnings: tuple[str, ...] = ()
     """Accepted but noteworthy config entries (field path first), e.g. args for a
     kube-scheduler plugin we do not implement; they are also logged."""
@@ -142,6 +149,26 @@ class ResolvedProfile:
     def score_weights(self) -> dict[str, int]:
         """Score plugin name to weight."""
         return {entry.name: entry.weight for entry in self.plugins[ExtensionPoint.SCORE]}
+
+
+IGNORABLE_POINTS = frozenset(
+    {
+        ExtensionPoint.PRE_ENQUEUE,
+        ExtensionPoint.PRE_FILTER,
+        ExtensionPoint.FILTER,
+        ExtensionPoint.POST_FILTER,
+        ExtensionPoint.PRE_SCORE,
+        ExtensionPoint.SCORE,
+    }
+)
+"""Where ``failurePolicy: Ignore`` applies: points whose failure can be read as
+"no opinion". Reserve, Permit, PreBind and Bind change or gate the cluster's
+state, so their failures always fail the attempt."""
+
+_BUDGET_POINTS: dict[str, ExtensionPoint] = {
+    **{point.field_name: point for point in ExtensionPoint if point != ExtensionPoint.QUEUE_SORT},
+    "permit_max_wait": ExtensionPoint.PERMIT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +254,45 @@ class _Resolver:
         except ValidationError as err:
             self.problems.extend(validation_error_lines(err, prefix=path, model=model))
             return None
+
+    def check_plugin_budgets(self, path: str, plugins: Mapping[str, HookTimeoutOverrides]) -> None:
+        """Per-plugin budgets name installed plugins, at points those plugins implement."""
+        for name, budgets in plugins.items():
+            where = f"{path}.{name}"
+            if name not in self.installed:
+                self.problem(where, self.not_installed(name))
+                continue
+            points = self.points_of(name)
+            for field_name in budgets.set_fields():
+                point = _BUDGET_POINTS[field_name]
+                if name not in self.broken and point not in points:
+                    self.problem(
+                        f"{where}.{HookTimeoutOverrides.model_fields[field_name].alias}",
+                        f"plugin {name!r} does not implement {point.value}",
+                    )
+
+    def check_failure_policy(
+        self, base: str, policies: Mapping[str, FailurePolicy], enabled: Mapping[str, None]
+    ) -> None:
+        """``Ignore`` must be able to matter: the plugin runs at some ignorable point."""
+        for name, policy in policies.items():
+            path = f"{base}.pluggableScheduler.failurePolicy.{name}"
+            if name not in self.installed:
+                self.problem(path, self.not_installed(name))
+            elif (
+                policy == "Ignore"
+                and name in enabled
+                and name not in self.broken
+                and not self.points_of(name) & IGNORABLE_POINTS
+            ):
+                points = self.points_of(name)
+                implemented = ", ".join(p.value for p in ExtensionPoint if p in points)
+                self.problem(
+                    path,
+                    f"Ignore cannot apply to plugin {name!r}: it runs only at {implemented}, "
+                    f"whose failures always fail the attempt (Reserve, Permit, PreBind, "
+                    f"Bind) or never fail anything (Unreserve, PostBind)",
+                )
 
     # ------------------------------------------------------------------ steps
 
@@ -407,6 +473,10 @@ class _Resolver:
                 self.problem(f"{base}.plugins.bind", "at least one Bind plugin must be enabled")
 
         plugin_args = self.resolve_args(base, profile, enabled)
+        self.check_plugin_budgets(
+            f"{base}.pluggableScheduler.timeouts.plugins", extensions.timeouts.plugins
+        )
+        self.check_failure_policy(base, extensions.failure_policy, enabled)
         if len(self.problems) != before:
             return None
         percentage = profile.percentage_of_nodes_to_score
@@ -419,6 +489,8 @@ class _Resolver:
             plugin_args=plugin_args,
             priorities=priorities,
             timeouts=extensions.timeouts.apply_to(config.pluggable_scheduler.timeouts),
+            failure_policy=dict(extensions.failure_policy),
+            circuit_breaker=config.pluggable_scheduler.circuit_breaker,
             warnings=tuple(self.warnings[warnings_before:]),
         )
 
@@ -519,6 +591,9 @@ def resolve_profiles(
     """
     resolver = _Resolver(catalog=catalog, installed=frozenset(catalog.names()))
     resolver.problems.extend(semantic_problems(config))
+    resolver.check_plugin_budgets(
+        "pluggableScheduler.timeouts.plugins", config.pluggable_scheduler.timeouts.plugins
+    )
     resolved: list[ResolvedProfile] = []
     all_resolved = True
     for i, profile in enumerate(config.profiles):

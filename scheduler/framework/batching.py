@@ -214,3 +214,7 @@ class BatchCache:
 
     def forget(self, signature: bytes) -> None:
         self._entries.pop(signature, None)
+
+    def clear(self) -> None:
+        """Forget every pod signature's results."""
+        self._entries.clear()

@@ -14,6 +14,7 @@ round-robin from a rotating start, as kube does.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.framework.batching import BatchCache, pod_signature
 from scheduler.framework.runtime import (
+    IGNORED_KEY,
     PREFILTER_NARROWING_KEY,
     FilterOutcome,
     Framework,
@@ -223,6 +225,23 @@ class Algorithm:
 
     def schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0
+    ) -> ScheduleResult:
+        """Decide where ``pod`` goes (``result.node`` None: nowhere, see the status).
+
+        Results reused across identical pods are dropped when a plugin's
+        failure was ignored in this cycle: they were computed without that
+        plugin and must not outlive the failure.
+        """
+        start = time.perf_counter()
+        try:
+            return self._schedule(state, pod, table, percentage)
+        finally:
+            if self.batch is not None and state.get(IGNORED_KEY):
+                self.batch.clear()
+            self.framework.end_cycle(pod, time.perf_counter() - start)
+
+    def _schedule(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
     ) -> ScheduleResult:
         framework = self.framework
         all_nodes = table.all_nodes()

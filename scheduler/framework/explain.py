@@ -24,10 +24,11 @@ from scheduler.api.status import Code, Status
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
 from scheduler.errors import UserError
 from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.guard import IgnoredFailure
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import Profile, build_profiles
-from scheduler.framework.runtime import PREFILTER_NARROWING_KEY
+from scheduler.framework.runtime import IGNORED_KEY, PREFILTER_NARROWING_KEY
 from scheduler.state.nodetable import InvalidNodeError, NodeTable
 from scheduler.state.pod import InvalidPodError, PodInfo
 
@@ -103,6 +104,18 @@ class ScorePlugin:
 
 
 @dataclass(slots=True)
+class PluginTime:
+    """Time one plugin took at one extension point in this cycle (all its calls)."""
+
+    point: str
+    plugin: str
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"extension_point": self.point, "plugin": self.plugin, "seconds": self.seconds}
+
+
+@dataclass(slots=True)
 class PostFilterReport:
     """What PostFilter (preemption) would do, from a dry run; ``ran`` False says why not."""
 
@@ -154,6 +167,10 @@ class Explanation:
     post_filter: PostFilterReport | None = None
     skipped: list[SkippedObject] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    plugin_times: list[PluginTime] = field(default_factory=list)
+    """Slowest first; PostFilter's dry run included."""
+    ignored: list[IgnoredFailure] = field(default_factory=list)
+    """Plugin failures that only left the plugin out (``failurePolicy: Ignore``)."""
 
     @property
     def feasible(self) -> list[str]:
@@ -185,6 +202,8 @@ class Explanation:
             "nodes": {name: report.to_json() for name, report in self.nodes.items()},
             "skipped": [s.to_json() for s in self.skipped],
             "notes": list(self.notes),
+            "plugin_times": [t.to_json() for t in self.plugin_times],
+            "ignored_failures": [f.to_json() for f in self.ignored],
         }
 
 
@@ -390,6 +409,13 @@ def explain(
     result = algorithm.schedule(state, pod, table, profile.resolved.percentage_of_nodes_to_score)
 
     post_filter = _post_filter(profile, state, pod, result)
+    plugin_times = sorted(
+        (
+            PluginTime(point, plugin, seconds)
+            for (point, plugin), seconds in framework.cycle_plugin_seconds().items()
+        ),
+        key=lambda t: -t.seconds,
+    )
     diagnosis = result.diagnosis
     if result.node is not None:
         message = f"Successfully assigned {pod.key} to {result.node}"
@@ -437,6 +463,8 @@ def explain(
         post_filter=post_filter,
         skipped=skipped,
         notes=notes,
+        plugin_times=plugin_times,
+        ignored=list(state.get(IGNORED_KEY, [])),
     )
 
 

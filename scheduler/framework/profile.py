@@ -12,7 +12,7 @@ from scheduler.errors import UserError
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog, PluginLoadError
 from scheduler.framework.pluginmanager import SchedulerPluginManager
-from scheduler.framework.runtime import Framework, FrameworkRecorder, Timeouts
+from scheduler.framework.runtime import Framework, FrameworkRecorder
 
 HandleFactory = Callable[[str], FrameworkHandle]
 RecorderFactory = Callable[[str], FrameworkRecorder]
@@ -53,12 +53,15 @@ def build_profile(
         point: [(entry.name, entry.weight) for entry in resolved.at(point)]
         for point in ExtensionPoint
     }
-    t = resolved.timeouts
-    timeouts = Timeouts(
-        permit_max=t.permit_max_wait, pre_bind=t.pre_bind, bind=t.bind, post_bind=t.post_bind
-    )
     framework = Framework(
-        resolved.scheduler_name, manager, order, recorder=recorder, timeouts=timeouts
+        resolved.scheduler_name,
+        manager,
+        order,
+        recorder=recorder,
+        timeouts=resolved.timeouts,
+        failure_policy=resolved.failure_policy,
+        circuit_breaker=resolved.circuit_breaker,
+        events=handle.record_event,
     )
     handle.set_framework(framework)
     return Profile(resolved, framework, handle)

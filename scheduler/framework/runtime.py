@@ -3,19 +3,22 @@
 One :class:`Framework` per profile. Hook implementations are resolved once,
 at construction, into ordered lists of direct calls, so a scheduling cycle
 pays neither pluggy's dispatch nor a per-call lookup. Every call is guarded:
-a plugin that raises, or returns something that is not what its hook
-promises, produces an Error status naming the plugin for this pod's attempt
-only.
+a plugin that raises, returns something that is not what its hook promises,
+or runs past its budget produces an Error status naming the plugin for this
+pod's attempt only, or, under ``failurePolicy: Ignore`` at the points where
+that is safe, only loses that plugin's say in the decision. Repeated failures
+open the plugin's circuit breaker (:mod:`scheduler.framework.guard`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -32,15 +35,68 @@ from scheduler.api.results import (
     Rejection,
 )
 from scheduler.api.status import Code, Status
+from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
-from scheduler.framework.pluginmanager import SchedulerPluginManager
+from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
+from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
+from scheduler.observability.logging import get_logger
 from scheduler.state.nodetable import NodeInfo, NodeSet
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 ScoreArray = npt.NDArray[np.int64]
 _INT64 = np.dtype(np.int64)
+_now = time.perf_counter
 _SUCCESS = Status.success()
 PREFILTER_NARROWING_KEY = "framework/prefilter-narrowing"
+IGNORED_KEY = "framework/ignored-failures"
+"""CycleState key of the :class:`IgnoredFailure` list of the attempt (absent: none)."""
+
+log = get_logger("scheduler.framework")
+
+#: The extension point label of each hook, as metrics and messages name it.
+HOOK_LABELS: Final[dict[str, str]] = {
+    "pre_enqueue": "PreEnqueue",
+    "queue_sort_key": "QueueSort",
+    "pre_filter": "PreFilter",
+    "pre_filter_add_pod": "PreFilter",
+    "pre_filter_remove_pod": "PreFilter",
+    "filter": "Filter",
+    "post_filter": "PostFilter",
+    "pre_score": "PreScore",
+    "score": "Score",
+    "normalize_score": "NormalizeScore",
+    "reserve": "Reserve",
+    "unreserve": "Unreserve",
+    "permit": "Permit",
+    "pre_bind": "PreBind",
+    "bind": "Bind",
+    "post_bind": "PostBind",
+}
+
+#: Hooks whose failure ``failurePolicy: Ignore`` may turn into "no opinion".
+IGNORABLE_HOOKS: Final = frozenset(
+    {
+        "pre_enqueue",
+        "pre_filter",
+        "pre_filter_add_pod",
+        "pre_filter_remove_pod",
+        "filter",
+        "post_filter",
+        "pre_score",
+        "score",
+        "normalize_score",
+    }
+)
+
+SLOW_CYCLE_SECONDS: Final = 0.01
+"""A cycle this long caps throughput near 100 pods/s: only then is a plugin's
+share of it worth a warning."""
+SLOW_PLUGIN_SHARE: Final = 0.5
+"""A plugin taking more than this share of such a cycle is named in a warning."""
+SLOW_PLUGIN_WARN_EVERY: Final = 60.0
+"""Seconds between two slow-plugin warnings about the same plugin of a profile."""
+
+EventSink = Callable[[PodInfo, str, str, str, str], None]
 
 
 class FrameworkRecorder(Protocol):
@@ -52,6 +108,16 @@ class FrameworkRecorder(Protocol):
 
     def plugin_error(self, point: str, plugin: str) -> None: ...
 
+    def plugin_overrun(self, point: str, plugin: str) -> None: ...
+
+    def plugin_ignored(self, point: str, plugin: str, reason: str) -> None: ...
+
+    def circuit_open(self, plugin: str, is_open: bool) -> None: ...
+
+    def abandoned_call(self, point: str, plugin: str, delta: int) -> None: ...
+
+    def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None: ...
+
 
 class NullRecorder:
     def plugin_duration(self, point: str, plugin: str, code: Code, seconds: float) -> None:
@@ -61,6 +127,21 @@ class NullRecorder:
         pass
 
     def plugin_error(self, point: str, plugin: str) -> None:
+        pass
+
+    def plugin_overrun(self, point: str, plugin: str) -> None:
+        pass
+
+    def plugin_ignored(self, point: str, plugin: str, reason: str) -> None:
+        pass
+
+    def circuit_open(self, plugin: str, is_open: bool) -> None:
+        pass
+
+    def abandoned_call(self, point: str, plugin: str, delta: int) -> None:
+        pass
+
+    def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None:
         pass
 
 
@@ -77,6 +158,16 @@ class PluginCall:
     fn: Callable[..., Any]
     indices: tuple[int, ...] | None
     weight: int = 1
+    #: The extension point label (``"Filter"``, ``"NormalizeScore"`` ...).
+    point: str = ""
+    #: Seconds a call may take (see :class:`~scheduler.config.models.HookTimeouts`).
+    budget: float = math.inf
+    #: ``failurePolicy: Ignore`` at a point where it applies.
+    ignore: bool = False
+    breaker: Breaker = field(default_factory=lambda: Breaker(0, 1.0))
+    #: Index of this call's time totals in the framework's lists.
+    slot: int = 0
+    profile: str = ""
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
         if self.indices is None:
@@ -91,11 +182,16 @@ PLUGIN_METRICS_SAMPLE_EVERY = 10
 
 
 class PluginFailure(Exception):
-    """Internal: carries the Error status of a failed plugin call up to the point."""
+    """Internal: carries the Error status of a failed plugin call up to the point.
 
-    def __init__(self, status: Status) -> None:
+    ``reason`` is what failed: ``error`` (raised, returned an error or
+    garbage), ``overrun`` (past its budget) or ``circuit_open`` (not called).
+    """
+
+    def __init__(self, status: Status, reason: str = "error") -> None:
         super().__init__(str(status))
         self.status = status
+        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -120,18 +216,12 @@ class ScoreOutcome:
     status: Status = field(default_factory=Status.success)
 
 
-@dataclass(slots=True)
-class Timeouts:
-    """Per-point limits for binding-cycle hooks (seconds); Permit caps Wait."""
-
-    permit_max: float = 900.0
-    pre_bind: float = 30.0
-    bind: float = 30.0
-    post_bind: float = 30.0
-
-
 def _describe(value: Any) -> str:
     return type(value).__name__ if value is not None else "None"
+
+
+def _result_code(result: Any) -> Code:
+    return result.code if isinstance(result, Status) else Code.SUCCESS
 
 
 class Framework:
@@ -144,18 +234,40 @@ class Framework:
         order: dict[ExtensionPoint, list[tuple[str, int]]],
         *,
         recorder: FrameworkRecorder | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: HookTimeouts | None = None,
+        failure_policy: Mapping[str, FailurePolicy] | None = None,
+        circuit_breaker: CircuitBreakerConfig | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.profile_name = profile_name
         self.manager = manager
         self.recorder: FrameworkRecorder = recorder or NullRecorder()
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = timeouts or HookTimeouts()
+        self.failure_policy = dict(failure_policy or {})
+        breaker_config = circuit_breaker or CircuitBreakerConfig()
+        self._events = events
         self.order = order
         self._cycles = 0
         self.plugins: dict[str, object] = {}
         for name, plugin in manager.list_name_plugin():
             if name is not None:
                 self.plugins[name] = plugin
+        #: One breaker per plugin: failures at any of its hooks count.
+        self.breakers = {
+            name: Breaker(breaker_config.consecutive_failures, breaker_config.cool_down)
+            for name in self.plugins
+        }
+        #: Plugins whose breaker counts failures or is open: the only ones
+        #: whose calls need a look at their breaker (an empty set is falsy).
+        self._troubled: set[str] = set()
+        #: Every call's (point, plugin) label and seconds so far, by ``PluginCall.slot``.
+        self.call_labels: list[tuple[str, str]] = []
+        self.call_seconds: list[float] = []
+        #: ``call_seconds`` when the current scheduling cycle started.
+        self._cycle_mark: list[float] = []
+        #: Abandoned async calls still running, by call slot.
+        self._abandoned: list[int] = []
+        self._slow_warned: dict[str, float] = {}
 
         def calls(point: ExtensionPoint, hook: str) -> list[PluginCall]:
             return self._calls(hook, order.get(point, []))
@@ -177,67 +289,269 @@ class Framework:
         self.pre_bind_calls = calls(ExtensionPoint.PRE_BIND, "pre_bind")
         self.bind_calls = calls(ExtensionPoint.BIND, "bind")
         self.post_bind_calls = calls(ExtensionPoint.POST_BIND, "post_bind")
+        self._cycle_mark = list(self.call_seconds)
+        self.recorder.plugin_times(self.call_labels, self.call_seconds)
+        for name in self.plugins:
+            self.recorder.circuit_open(name, False)
+        WATCHDOG.ensure_started()
 
     def _calls(self, hook: str, plugins: Sequence[tuple[str, int]]) -> list[PluginCall]:
         caller = getattr(self.manager.hook, hook)
         spec_args = tuple(caller.spec.argnames)
         impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()}
+        label = HOOK_LABELS[hook]
+        budget_field = HOOK_POINTS[hook].field_name
         out = []
         for name, weight in plugins:
             impl = impls.get(name)
             if impl is not None:
                 indices = tuple(spec_args.index(a) for a in impl.argnames)
                 positional = indices == tuple(range(len(spec_args)))
-                out.append(PluginCall(name, impl.function, None if positional else indices, weight))
+                out.append(
+                    PluginCall(
+                        name,
+                        impl.function,
+                        None if positional else indices,
+                        weight,
+                        point=label,
+                        budget=self._budget(hook, budget_field, name),
+                        ignore=hook in IGNORABLE_HOOKS
+                        and self.failure_policy.get(name) == "Ignore",
+                        breaker=self.breakers[name],
+                        slot=len(self.call_labels),
+                        profile=self.profile_name,
+                    )
+                )
+                self.call_labels.append((label, name))
+                self.call_seconds.append(0.0)
+                self._abandoned.append(0)
         return out
+
+    def _budget(self, hook: str, field_name: str, plugin: str) -> float:
+        """The configured budget; for PreBind, more when the plugin declares a longer wait.
+
+        kube-scheduler puts no limit on PreBind; VolumeBinding legitimately
+        waits up to its ``bindTimeoutSeconds`` (600 s by default) for the PV
+        controller, so a plugin may declare ``pre_bind_timeout`` (seconds). A
+        budget set for the plugin itself in the config wins over both.
+        """
+        if hook == "queue_sort_key":
+            return math.inf
+        budget = self.timeouts.budget(field_name, plugin)
+        own = self.timeouts.plugins.get(plugin)
+        if hook == "pre_bind" and (own is None or own.pre_bind is None):
+            declared = getattr(self.plugins.get(plugin), "pre_bind_timeout", None)  # API 1.2
+            if isinstance(declared, (int, float)) and declared > budget:
+                return float(declared)
+        return budget
+
+    def permit_max_wait(self, plugin: str) -> float:
+        """Longest wait ``plugin``'s Permit may ask for."""
+        return self.timeouts.budget("permit_max_wait", plugin)
 
     def new_cycle_state(self) -> CycleState:
         """A CycleState for one attempt, deciding whether its plugin calls are timed."""
         state = CycleState()
         self._cycles += 1
         state.record_plugin_metrics = self._cycles % PLUGIN_METRICS_SAMPLE_EVERY == 0
+        self._cycle_mark = self.call_seconds.copy()
         return state
+
+    def _cycle_seconds(self) -> list[float]:
+        """Seconds per call slot since :meth:`new_cycle_state`."""
+        return [now - then for now, then in zip(self.call_seconds, self._cycle_mark, strict=True)]
+
+    def cycle_plugin_seconds(self) -> dict[tuple[str, str], float]:
+        """Seconds each plugin took at each point since :meth:`new_cycle_state`."""
+        out: dict[tuple[str, str], float] = {}
+        for label, seconds in zip(self.call_labels, self._cycle_seconds(), strict=True):
+            if seconds:
+                out[label] = out.get(label, 0.0) + seconds
+        return out
+
+    def end_cycle(self, pod: PodInfo, seconds: float) -> None:
+        """Close a scheduling cycle of ``seconds``: warn when one plugin took most of it.
+
+        Rate-limited per plugin: a plugin that is slow for every pod is named
+        once a minute, not once a pod.
+        """
+        if seconds < SLOW_CYCLE_SECONDS:
+            return
+        cycle = self._cycle_seconds()
+        worst = max(cycle, default=0.0)
+        if worst <= SLOW_PLUGIN_SHARE * seconds:
+            return
+        point, plugin = self.call_labels[cycle.index(worst)]
+        now = time.monotonic()
+        if now - self._slow_warned.get(plugin, -math.inf) < SLOW_PLUGIN_WARN_EVERY:
+            return
+        self._slow_warned[plugin] = now
+        log.warning(
+            f"plugin {plugin} took {worst / seconds:.0%} of a scheduling cycle "
+            f"({worst * 1000:.0f} ms of {seconds * 1000:.0f} ms, at {point}); "
+            f"at this pace the profile schedules at most {1 / seconds:.0f} pods/s",
+            plugin=plugin,
+            extension_point=point,
+            profile=self.profile_name,
+            pod=pod.key,
+        )
 
     # -- guarded invocation -----------------------------------------------------
 
     def _invoke(
-        self, point: str, call: PluginCall, args: tuple[Any, ...], timed: bool = True
+        self,
+        call: PluginCall,
+        args: tuple[Any, ...],
+        pod: PodInfo,
+        sampled: bool = True,
+        always: bool = False,
     ) -> Any:
-        if not timed:
-            try:
-                if call.indices is None:
-                    return call.fn(*args)
-                return call(args)
-            except Exception as err:
-                raise self._raised(point, call, err) from err
-        start = time.perf_counter()
+        """Call a synchronous hook under its budget, breaker and the watchdog's eye.
+
+        A call cannot be interrupted on its own thread: it is timed, and one
+        that returns past its budget is a failure (after the fact). Every call
+        adds to the per-plugin time totals; ``sampled`` calls also go to the
+        duration histogram (kube-scheduler's 10 % sample). ``always``: make
+        the call even when the plugin's breaker is open (a rollback is owed).
+        """
+        troubled = self._troubled
+        if troubled and call.plugin in troubled and not always and call.breaker.refuses():
+            raise self._refused(call)
+        watchdog = WATCHDOG
+        outer = watchdog.current
+        start = _now()
+        watchdog.current = (call, pod, start)
         try:
-            result = call(args)
+            result = call.fn(*args) if call.indices is None else call(args)
         except Exception as err:
-            self.recorder.plugin_duration(
-                point, call.plugin, Code.ERROR, time.perf_counter() - start
-            )
-            raise self._raised(point, call, err) from err
-        code = result.code if isinstance(result, Status) else Code.SUCCESS
-        self.recorder.plugin_duration(point, call.plugin, code, time.perf_counter() - start)
+            self._timed(call, _now() - start, Code.ERROR if sampled else None)
+            raise self._raised(call, pod, err) from err
+        finally:
+            watchdog.current = outer
+        elapsed = _now() - start
+        self.call_seconds[call.slot] += elapsed
+        if sampled:
+            self.recorder.plugin_duration(call.point, call.plugin, _result_code(result), elapsed)
+        if elapsed > call.budget:
+            raise self._overrun(call, pod, elapsed)
+        if troubled and call.plugin in troubled:
+            self._succeeded(call)
         return result
 
-    def _raised(self, point: str, call: PluginCall, err: Exception) -> PluginFailure:
-        self.recorder.plugin_error(point, call.plugin)
-        message = f"running {point} plugin {call.plugin!r}: {type(err).__name__}: {err}"
-        return PluginFailure(Status(Code.ERROR, (message,), call.plugin, err))
+    def _timed(self, call: PluginCall, elapsed: float, code: Code | None) -> None:
+        """Add one call to the totals; ``code`` (unless None) also to the histogram."""
+        self.call_seconds[call.slot] += elapsed
+        if code is not None:
+            self.recorder.plugin_duration(call.point, call.plugin, code, elapsed)
 
-    def _garbage(self, point: str, call: PluginCall, got: Any, expected: str) -> PluginFailure:
-        self.recorder.plugin_error(point, call.plugin)
-        message = f"{point} plugin {call.plugin!r} returned {_describe(got)}, expected {expected}"
-        return PluginFailure(Status(Code.ERROR, (message,), call.plugin))
+    def _succeeded(self, call: PluginCall) -> None:
+        self._troubled.discard(call.plugin)
+        if call.breaker.succeeded():
+            self.recorder.circuit_open(call.plugin, False)
+            log.warning(
+                f"plugin {call.plugin} is back in profile {self.profile_name}: "
+                "its circuit breaker closed after a successful call",
+                plugin=call.plugin,
+                profile=self.profile_name,
+            )
 
-    def _status(self, point: str, call: PluginCall, result: Any) -> Status:
+    def _failed(
+        self, call: PluginCall, pod: PodInfo, status: Status, reason: str = "error"
+    ) -> PluginFailure:
+        """Count a misbehaving call for ``pod`` (metrics, breaker) and wrap its status.
+
+        For calls that raised, returned what their hook does not allow, or
+        overran. An Error *status* a plugin returns is not counted here: it
+        reports the cluster (an API call that failed), not a broken plugin,
+        and taking DefaultBinder out because the API server answered 500
+        would only stop every binding.
+        """
+        self.recorder.plugin_error(call.point, call.plugin)
+        breaker = call.breaker
+        opened = breaker.failed(pod.key)
+        if breaker.failing:
+            self._troubled.add(call.plugin)
+        if opened:
+            self.recorder.circuit_open(call.plugin, True)
+            message = (
+                f"plugin {call.plugin} is out of profile {self.profile_name} for "
+                f"{breaker.cool_down:g}s: its calls failed for {breaker.threshold} pods in a "
+                f"row (last: {status.message()})"
+            )
+            log.warning(
+                message,
+                plugin=call.plugin,
+                profile=self.profile_name,
+                extension_point=call.point,
+                pod=pod.key,
+            )
+            if self._events is not None:
+                self._events(pod, "Warning", "PluginCircuitOpen", message, "Scheduling")
+        return PluginFailure(status, reason)
+
+    def _refused(self, call: PluginCall) -> PluginFailure:
+        breaker = call.breaker
+        message = (
+            f"{call.point} plugin {call.plugin!r} is out of profile {self.profile_name!r}: its "
+            f"circuit breaker is open after failures for {breaker.threshold} pods in a row "
+            f"(tried again in {breaker.retry_in():.0f}s)"
+        )
+        return PluginFailure(Status(Code.ERROR, (message,), call.plugin), "circuit_open")
+
+    def _raised(self, call: PluginCall, pod: PodInfo, err: Exception) -> PluginFailure:
+        message = f"running {call.point} plugin {call.plugin!r}: {type(err).__name__}: {err}"
+        return self._failed(call, pod, Status(Code.ERROR, (message,), call.plugin, err))
+
+    def _overrun(self, call: PluginCall, pod: PodInfo, elapsed: float) -> PluginFailure:
+        self.recorder.plugin_overrun(call.point, call.plugin)
+        message = (
+            f"{call.point} plugin {call.plugin!r} on pod {pod.key} ran for {elapsed:.3g}s, "
+            f"over its {call.budget:g}s budget"
+        )
+        return self._failed(call, pod, Status(Code.ERROR, (message,), call.plugin), "overrun")
+
+    def _garbage(self, call: PluginCall, pod: PodInfo, got: Any, expected: str) -> PluginFailure:
+        message = (
+            f"{call.point} plugin {call.plugin!r} returned {_describe(got)}, expected {expected}"
+        )
+        return self._failed(call, pod, Status(Code.ERROR, (message,), call.plugin))
+
+    def _status(self, call: PluginCall, pod: PodInfo, result: Any) -> Status:
+        """The call's Status; an Error status is a failure of the plugin (raised)."""
         if result is None:
             return _SUCCESS
         if isinstance(result, Status):
+            if result.code is Code.ERROR:
+                raise PluginFailure(result.with_plugin(call.plugin))
             return result.with_plugin(call.plugin)
-        raise self._garbage(point, call, result, "Status or None")
+        raise self._garbage(call, pod, result, "Status or None")
+
+    def _ignored(
+        self, state: CycleState | None, call: PluginCall, pod: PodInfo, failure: PluginFailure
+    ) -> None:
+        """Record that ``call``'s failure only cost its say (``failurePolicy: Ignore``)."""
+        self.recorder.plugin_ignored(call.point, call.plugin, failure.reason)
+        message = failure.status.message()
+        if state is not None:
+            ignored: list[IgnoredFailure] | None = state.get(IGNORED_KEY)
+            if ignored is None:
+                ignored = []
+                state.write(IGNORED_KEY, ignored)
+            ignored.append(IgnoredFailure(call.point, call.plugin, failure.reason, message))
+        if failure.reason == "circuit_open":
+            return  # said once, when the breaker opened
+        note = f"{call.point} plugin {call.plugin} left out (failurePolicy Ignore): {message}"
+        log.warning(
+            "plugin failure ignored",
+            plugin=call.plugin,
+            extension_point=call.point,
+            pod=pod.key,
+            profile=self.profile_name,
+            reason=failure.reason,
+            error=message,
+        )
+        if self._events is not None:
+            self._events(pod, "Warning", "PluginIgnored", note, "Scheduling")
 
     # -- queue ------------------------------------------------------------------
 
@@ -245,8 +559,11 @@ class Framework:
         args = (pod,)
         for call in self.pre_enqueue_calls:
             try:
-                status = self._status("PreEnqueue", call, self._invoke("PreEnqueue", call, args))
+                status = self._status(call, pod, self._invoke(call, args, pod))
             except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(None, call, pod, failure)
+                    continue
                 return failure.status
             if not status.is_success():
                 return status
@@ -276,28 +593,28 @@ class Framework:
     ) -> tuple[PreFilterResult, Status]:
         """Run PreFilter; returns the merged node subset and the first failure.
 
-        A Skip status disables the same plugin's Filter for this pod.
+        A Skip status disables the same plugin's Filter for this pod; so does
+        an ignored failure (its Filter would read what PreFilter did not write).
         """
         start = time.perf_counter()
         merged = PreFilterResult()
         narrowing: list[str] = []
         args = (state, pod, nodes)
-        timed = state.record_plugin_metrics
         status = Status.success()
         for call in self.pre_filter_calls:
             try:
-                result = self._invoke("PreFilter", call, args, timed)
+                result = self._invoke(call, args, pod, state.record_plugin_metrics)
+                if isinstance(result, PreFilterResult):
+                    if result.node_names is not None:
+                        narrowing.append(call.plugin)
+                    merged = merged.merge(result)
+                    continue
+                call_status = self._status(call, pod, result)
             except PluginFailure as failure:
-                status = failure.status
-                break
-            if isinstance(result, PreFilterResult):
-                if result.node_names is not None:
-                    narrowing.append(call.plugin)
-                merged = merged.merge(result)
-                continue
-            try:
-                call_status = self._status("PreFilter", call, result)
-            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    state.skip_filter_plugins.add(call.plugin)
+                    continue
                 status = failure.status
                 break
             if call_status.is_skip():
@@ -325,25 +642,26 @@ class Framework:
     ) -> FilterOutcome:
         """Narrow ``nodes`` plugin by plugin; each node is charged to the first rejecter.
 
-        Rejections are added to ``diagnosis`` (a new one if not given).
+        Rejections are added to ``diagnosis`` (a new one if not given). An
+        ignored failure lets every candidate through that plugin.
         """
         start = time.perf_counter()
         if diagnosis is None:
             diagnosis = Diagnosis(names=nodes.table.names, total_nodes=len(nodes.table))
         candidates = nodes
-        timed = state.record_plugin_metrics
+        sampled = state.record_plugin_metrics
         for call in self.filter_calls:
             if not len(candidates):
                 break
             if call.plugin in state.skip_filter_plugins:
                 continue
             try:
-                result = self._invoke("Filter", call, (state, pod, candidates), timed)
+                result = self._invoke(call, (state, pod, candidates), pod, sampled)
                 if isinstance(result, FilterResult):
                     if len(result) != len(candidates):
                         raise self._garbage(
-                            "Filter",
                             call,
+                            pod,
                             result,
                             f"a FilterResult of {len(candidates)} nodes (got {len(result)})",
                         )
@@ -362,14 +680,12 @@ class Framework:
                     )
                     candidates = candidates.subset(feasible)
                 else:
-                    status = self._status("Filter", call, result)
+                    status = self._status(call, pod, result)
                     if status.is_success():
                         continue
-                    if status.code is Code.ERROR:
-                        raise PluginFailure(status)
                     if not status.is_rejected() or status.code is Code.PENDING:
                         raise self._garbage(
-                            "Filter", call, result, "Success, Unschedulable(AndUnresolvable)"
+                            call, pod, result, "Success, Unschedulable(AndUnresolvable)"
                         )
                     n = len(candidates)
                     code = (
@@ -389,6 +705,9 @@ class Framework:
                     )
                     candidates = candidates.subset(np.zeros(n, dtype=np.bool_))
             except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue
                 self.recorder.point_duration("Filter", Code.ERROR, time.perf_counter() - start)
                 return FilterOutcome(candidates, diagnosis, failure.status)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
@@ -430,21 +749,18 @@ class Framework:
     def run_pre_filter_add_pod(
         self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
     ) -> Status:
-        return self._run_extension(self.add_pod_calls, state, pod, "pod_to_add", pod_to_add, node)
+        return self._run_extension(self.add_pod_calls, state, pod, pod_to_add, node)
 
     def run_pre_filter_remove_pod(
         self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
     ) -> Status:
-        return self._run_extension(
-            self.remove_pod_calls, state, pod, "pod_to_remove", pod_to_remove, node
-        )
+        return self._run_extension(self.remove_pod_calls, state, pod, pod_to_remove, node)
 
     def _run_extension(
         self,
         calls: Iterable[PluginCall],
         state: CycleState,
         pod: PodInfo,
-        arg: str,
         other: PodInfo,
         node: NodeInfo,
     ) -> Status:
@@ -453,10 +769,13 @@ class Framework:
             if call.plugin in state.skip_filter_plugins:
                 continue
             try:
-                status = self._status(
-                    "PreFilterExtension", call, self._invoke("PreFilter", call, args)
-                )
+                status = self._status(call, pod, self._invoke(call, args, pod))
             except PluginFailure as failure:
+                if call.ignore:
+                    # Its state for this what-if is now unknown: its Filter sits it out.
+                    self._ignored(state, call, pod, failure)
+                    state.skip_filter_plugins.add(call.plugin)
+                    continue
                 return failure.status
             if not status.is_success():
                 return status
@@ -472,19 +791,24 @@ class Framework:
         messages = []
         for call in self.post_filter_calls:
             try:
-                got = self._invoke("PostFilter", call, args)
+                got = self._invoke(call, args, pod)
                 if got is None:
                     continue  # no opinion: let the next PostFilter plugin try
                 if isinstance(got, PostFilterResult):
+                    if got.status.code is Code.ERROR:
+                        raise PluginFailure(got.status.with_plugin(call.plugin))
                     candidate = PostFilterResult(
                         got.status.with_plugin(call.plugin), got.nominated_node_name
                     )
                 else:
-                    candidate = PostFilterResult(self._status("PostFilter", call, got))
+                    candidate = PostFilterResult(self._status(call, pod, got))
             except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue  # as no opinion
                 result = PostFilterResult(failure.status)
                 break
-            if candidate.status.is_success() or candidate.status.code is Code.ERROR:
+            if candidate.status.is_success():
                 result = candidate
                 break
             if candidate.status.message():
@@ -496,16 +820,19 @@ class Framework:
         return result
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status:
+        """Run PreScore; a Skip (or an ignored failure) leaves the plugin's Score out."""
         start = time.perf_counter()
         args = (state, pod, nodes)
-        timed = state.record_plugin_metrics
+        sampled = state.record_plugin_metrics
         status = Status.success()
         for call in self.pre_score_calls:
             try:
-                call_status = self._status(
-                    "PreScore", call, self._invoke("PreScore", call, args, timed)
-                )
+                call_status = self._status(call, pod, self._invoke(call, args, pod, sampled))
             except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    state.skip_score_plugins.add(call.plugin)
+                    continue
                 status = failure.status
                 break
             if call_status.is_skip():
@@ -523,18 +850,27 @@ class Framework:
     def run_raw_scores(
         self, state: CycleState, pod: PodInfo, nodes: NodeSet
     ) -> tuple[dict[str, ScoreArray], Status]:
-        """Only the Score hooks (no normalizing): raw scores per active plugin, and the status."""
+        """Only the Score hooks (no normalizing): raw scores per active plugin, and the status.
+
+        A plugin whose failure is ignored is left out and added to the pod's
+        skipped Score plugins.
+        """
         n = len(nodes)
         args = (state, pod, nodes)
-        timed = state.record_plugin_metrics
+        sampled = state.record_plugin_metrics
         raw: dict[str, ScoreArray] = {}
-        try:
-            for call in self.score_calls:
-                if call.plugin not in state.skip_score_plugins:
-                    got = self._invoke("Score", call, args, timed)
-                    raw[call.plugin] = self._scores("Score", call, got, n)
-        except PluginFailure as failure:
-            return raw, failure.status
+        for call in self.score_calls:
+            if call.plugin in state.skip_score_plugins:
+                continue
+            try:
+                got = self._invoke(call, args, pod, sampled)
+                raw[call.plugin] = self._scores(call, pod, got, n)
+            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    state.skip_score_plugins.add(call.plugin)
+                    continue
+                return raw, failure.status
         return raw, Status.success()
 
     def run_score(
@@ -548,54 +884,60 @@ class Framework:
 
         ``raw_scores`` (every active plugin's raw scores aligned with
         ``nodes``, see :meth:`run_raw_scores`) replaces the Score calls: the
-        batching cache supplies them for identical pods.
+        batching cache supplies them for identical pods. A plugin whose Score
+        or NormalizeScore failure is ignored adds nothing to any node.
         """
         start = time.perf_counter()
         n = len(nodes)
         total = np.zeros(n, dtype=np.int64)
         outcome = ScoreOutcome(nodes, total)
         args = (state, pod, nodes)
-        timed = state.record_plugin_metrics
-        try:
-            for call in self.score_calls:
-                if call.plugin in state.skip_score_plugins:
-                    continue
+        sampled = state.record_plugin_metrics
+        for call in self.score_calls:
+            if call.plugin in state.skip_score_plugins:
+                continue
+            current = call
+            try:
                 if raw_scores is None:
-                    got = self._invoke("Score", call, args, timed)
-                    raw = self._scores("Score", call, got, n)
+                    got = self._invoke(call, args, pod, sampled)
+                    raw = self._scores(call, pod, got, n)
                 else:
                     raw = raw_scores[call.plugin]
                 normalized = raw
                 normalize = self.normalize_calls.get(call.plugin)
                 if normalize is not None:
+                    current = normalize
                     normalized = raw.copy()  # keep the raw scores for `explain`
-                    got = self._invoke(
-                        "NormalizeScore", normalize, (state, pod, nodes, normalized), timed
-                    )
+                    got = self._invoke(normalize, (state, pod, nodes, normalized), pod, sampled)
                     if got is not None:
-                        normalized = self._scores("NormalizeScore", normalize, got, n)
+                        normalized = self._scores(normalize, pod, got, n)
                 # One reduction checks both bounds: negatives wrap to huge unsigned values.
                 if n and normalized.view(np.uint64).max() > MAX_NODE_SCORE:
                     raise self._garbage(
-                        "Score",
-                        call,
+                        current,
+                        pod,
                         normalized,
                         f"scores in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                         f"(got {int(normalized.min())}..{int(normalized.max())})",
                     )
-                weighted = normalized * call.weight if call.weight != 1 else normalized
-                total += weighted
-                outcome.by_plugin[call.plugin] = PluginScores(raw, normalized, weighted)
-        except PluginFailure as failure:
-            outcome.status = failure.status
+            except PluginFailure as failure:
+                if current.ignore:
+                    self._ignored(state, current, pod, failure)
+                    state.skip_score_plugins.add(call.plugin)
+                    continue
+                outcome.status = failure.status
+                break
+            weighted = normalized * call.weight if call.weight != 1 else normalized
+            total += weighted
+            outcome.by_plugin[call.plugin] = PluginScores(raw, normalized, weighted)
         self.recorder.point_duration("Score", outcome.status.code, time.perf_counter() - start)
         return outcome
 
-    def _scores(self, point: str, call: PluginCall, got: Any, n: int) -> ScoreArray:
+    def _scores(self, call: PluginCall, pod: PodInfo, got: Any, n: int) -> ScoreArray:
         if isinstance(got, Status):
             status = got.with_plugin(call.plugin)
             if status.is_success():
-                raise self._garbage(point, call, got, "an array of scores")
+                raise self._garbage(call, pod, got, "an array of scores")
             raise PluginFailure(
                 status
                 if status.code is Code.ERROR
@@ -611,7 +953,7 @@ class Framework:
             and all(isinstance(v, int) for v in got)
         ):
             return np.asarray(got, dtype=np.int64)
-        raise self._garbage(point, call, got, f"an integer array of {n} scores")
+        raise self._garbage(call, pod, got, f"an integer array of {n} scores")
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve in order; on failure, Unreserve every Reserve plugin in reverse."""
@@ -620,8 +962,8 @@ class Framework:
         status = Status.success()
         for call in self.reserve_calls:
             try:
-                got = self._invoke("Reserve", call, args, state.record_plugin_metrics)
-                status = self._status("Reserve", call, got)
+                got = self._invoke(call, args, pod, state.record_plugin_metrics)
+                status = self._status(call, pod, got)
             except PluginFailure as failure:
                 status = failure.status
             if not status.is_success():
@@ -632,12 +974,16 @@ class Framework:
         return status
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> list[Status]:
-        """Unreserve in reverse order; errors are collected, never stop the rollback."""
+        """Unreserve in reverse order; errors are collected, never stop the rollback.
+
+        An open breaker does not skip Unreserve: a rollback is owed to every
+        plugin whose Reserve may have run.
+        """
         args = (state, pod, node_name)
         errors = []
         for call in reversed(self.unreserve_calls):
             try:
-                self._invoke("Unreserve", call, args)
+                self._invoke(call, args, pod, always=True)
             except PluginFailure as failure:
                 errors.append(failure.status)
         return errors
@@ -653,14 +999,14 @@ class Framework:
         for call in self.permit_calls:
             try:
                 call_status = self._status(
-                    "Permit", call, self._invoke("Permit", call, args, state.record_plugin_metrics)
+                    call, pod, self._invoke(call, args, pod, state.record_plugin_metrics)
                 )
             except PluginFailure as failure:
                 status = failure.status
                 break
             if call_status.is_wait():
                 timeout = call_status.timeout if call_status.timeout is not None else 0.0
-                waits[call.plugin] = min(max(timeout, 0.0), self.timeouts.permit_max)
+                waits[call.plugin] = min(max(timeout, 0.0), self.permit_max_wait(call.plugin))
             elif not call_status.is_success():
                 status = call_status
                 if call_status.is_rejected():
@@ -673,76 +1019,120 @@ class Framework:
 
     # -- binding cycle -----------------------------------------------------------
 
-    async def _invoke_async(
-        self, point: str, call: PluginCall, args: tuple[Any, ...], limit: float
-    ) -> Any:
+    async def _invoke_async(self, call: PluginCall, args: tuple[Any, ...], pod: PodInfo) -> Any:
+        """Call a binding-cycle hook; abandon it, without waiting, past its budget.
+
+        ``asyncio.wait_for`` would wait for the cancelled hook to finish, and a
+        hook that swallows ``CancelledError`` never does: it would hold the
+        pod's binding slot forever. Here the hook runs as its own task; at the
+        budget it is cancelled and left behind (:func:`guard.abandon`), counted
+        until it ends. The same happens when the binding cycle itself is
+        cancelled (shutdown, lost lease).
+        """
+        if call.plugin in self._troubled and call.breaker.refuses():
+            raise self._refused(call)
         start = time.perf_counter()
+        running: Running = (call, pod, start)
+        WATCHDOG.watch(running)
+        task: asyncio.Future[Any] | None = None
+        abandoned = False
         try:
             result = call(args)
             if inspect.isawaitable(result):
-                result = await asyncio.wait_for(result, limit)
-        except TimeoutError as err:
-            self.recorder.plugin_error(point, call.plugin)
-            message = f"{point} plugin {call.plugin!r} timed out after {limit:g}s"
-            raise PluginFailure(Status(Code.ERROR, (message,), call.plugin, err)) from err
+                task = asyncio.ensure_future(result)
+                done, _ = await asyncio.wait({task}, timeout=call.budget)
+                if not done:
+                    abandoned = True
+                    self._abandon(call, task, running)
+                    raise self._async_overrun(call, pod, time.perf_counter() - start)
+                result = task.result()
         except asyncio.CancelledError:
+            if task is not None and not task.done():
+                # Our binding cycle was cancelled, not the hook: leave it behind.
+                abandoned = True
+                self._abandon(call, task, running)
+            raise
+        except PluginFailure:
             raise
         except Exception as err:
-            self.recorder.plugin_error(point, call.plugin)
-            message = f"running {point} plugin {call.plugin!r}: {type(err).__name__}: {err}"
-            raise PluginFailure(Status(Code.ERROR, (message,), call.plugin, err)) from err
-        code = result.code if isinstance(result, Status) else Code.SUCCESS
-        self.recorder.plugin_duration(point, call.plugin, code, time.perf_counter() - start)
+            self._timed(call, time.perf_counter() - start, Code.ERROR)
+            raise self._raised(call, pod, err) from err
+        finally:
+            if not abandoned:
+                WATCHDOG.unwatch(running)
+        elapsed = time.perf_counter() - start
+        self._timed(call, elapsed, _result_code(result))
+        if elapsed > call.budget:  # a synchronous implementation blocked the loop
+            raise self._overrun(call, pod, elapsed)
+        if call.plugin in self._troubled:
+            self._succeeded(call)
         return result
 
-    def _pre_bind_limit(self, plugin: str) -> float:
-        """The configured PreBind limit, or more for a plugin that declares a longer wait.
+    def _async_overrun(self, call: PluginCall, pod: PodInfo, elapsed: float) -> PluginFailure:
+        self._timed(call, elapsed, Code.ERROR)
+        self.recorder.plugin_overrun(call.point, call.plugin)
+        message = (
+            f"{call.point} plugin {call.plugin!r} on pod {pod.key} timed out after "
+            f"{call.budget:g}s (its budget); the call was abandoned"
+        )
+        return self._failed(call, pod, Status(Code.ERROR, (message,), call.plugin), "overrun")
 
-        kube-scheduler puts no limit on PreBind; VolumeBinding legitimately
-        waits up to its ``bindTimeoutSeconds`` (600 s by default) for the PV
-        controller, so a plugin may declare ``pre_bind_timeout`` (seconds).
-        """
-        declared = getattr(self.plugins.get(plugin), "pre_bind_timeout", None)  # API 1.2
-        limit = self.timeouts.pre_bind
-        if isinstance(declared, (int, float)) and declared > limit:
-            return float(declared)
-        return limit
+    def _abandon(self, call: PluginCall, task: asyncio.Future[Any], running: Running) -> None:
+        """Cancel ``task`` and leave it; count it while it keeps running."""
+        self._abandoned[call.slot] += 1
+        self.recorder.abandoned_call(call.point, call.plugin, 1)
+        log.warning(
+            f"abandoned {call.point} plugin {call.plugin} on pod {running[1].key}: "
+            f"cancelled at its {call.budget:g}s budget, not waited for",
+            plugin=call.plugin,
+            extension_point=call.point,
+            pod=running[1].key,
+            profile=self.profile_name,
+        )
+
+        def ended() -> None:
+            WATCHDOG.unwatch(running)
+            self._abandoned[call.slot] -= 1
+            self.recorder.abandoned_call(call.point, call.plugin, -1)
+
+        abandon(task, ended)
+
+    def abandoned_calls(self) -> int:
+        """Abandoned hook calls of this profile still running."""
+        return sum(self._abandoned)
 
     async def _run_binding_point(
-        self, point: str, calls: list[PluginCall], limit: float, args: tuple[Any, ...]
+        self, point: str, calls: list[PluginCall], args: tuple[Any, ...]
     ) -> Status | None:
         """Run plugins until one neither succeeds nor skips; return its status.
 
         Rejections pass through unchanged (the pod goes back as unschedulable),
         anything else is an error, as in kube-scheduler.
         """
+        pod: PodInfo = args[1]
         for call in calls:
-            if point == "PreBind":
-                limit = self._pre_bind_limit(call.plugin)
             try:
-                got = await self._invoke_async(point, call, args, limit)
-                status = self._status(point, call, got)
+                got = await self._invoke_async(call, args, pod)
+                status = self._status(call, pod, got)
             except PluginFailure as failure:
                 return failure.status
             if status.is_skip():
                 continue
             if point == "Bind" or not status.is_success():
-                if status.is_success() or status.is_rejected() or status.code is Code.ERROR:
+                if status.is_success() or status.is_rejected():
                     return status
                 return Status(Code.ERROR, status.reasons, call.plugin)
         return None
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         args = (state, pod, node_name)
-        failed = await self._run_binding_point(
-            "PreBind", self.pre_bind_calls, self.timeouts.pre_bind, args
-        )
+        failed = await self._run_binding_point("PreBind", self.pre_bind_calls, args)
         return failed or Status.success()
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """The first Bind plugin that does not Skip binds the pod."""
         args = (state, pod, node_name)
-        result = await self._run_binding_point("Bind", self.bind_calls, self.timeouts.bind, args)
+        result = await self._run_binding_point("Bind", self.bind_calls, args)
         if result is None:
             return Status(Code.ERROR, ("no Bind plugin bound the pod (all returned Skip)",))
         return result
@@ -753,7 +1143,7 @@ class Framework:
         errors = []
         for call in self.post_bind_calls:
             try:
-                await self._invoke_async("PostBind", call, args, self.timeouts.post_bind)
+                await self._invoke_async(call, args, pod)
             except PluginFailure as failure:
                 errors.append(failure.status)
         return errors

@@ -20,12 +20,12 @@ observation itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final, Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.api.status import Code
@@ -252,6 +252,44 @@ class SchedulerMetrics:
             ["reason"],
             registry=reg,
         )
+        self.plugin_overruns = Counter(
+            "scheduler_plugin_overruns",
+            "Plugin calls that ran past their budget (pluggableScheduler.timeouts); each is "
+            "also a plugin error (not in kube-scheduler).",
+            ["plugin", "extension_point", "profile"],
+            registry=reg,
+        )
+        self.plugin_ignored_failures = Counter(
+            "scheduler_plugin_ignored_failures",
+            "Plugin calls whose failure only left that plugin out of the pod's decision "
+            "(failurePolicy Ignore), by reason: error, overrun or circuit_open "
+            "(not in kube-scheduler).",
+            ["plugin", "extension_point", "profile", "reason"],
+            registry=reg,
+        )
+        self.plugin_circuit_open = Gauge(
+            "scheduler_plugin_circuit_open",
+            "1 while the plugin's circuit breaker keeps it out of the profile, else 0 "
+            "(not in kube-scheduler).",
+            ["plugin", "profile"],
+            registry=reg,
+        )
+        self.plugin_abandoned_calls = Counter(
+            "scheduler_plugin_abandoned_calls",
+            "Async plugin calls cancelled at their budget (or at shutdown) and not waited "
+            "for (not in kube-scheduler).",
+            ["plugin", "extension_point", "profile"],
+            registry=reg,
+        )
+        self.plugin_abandoned_calls_running = Gauge(
+            "scheduler_plugin_abandoned_calls_running",
+            "Abandoned async plugin calls still running: calls that ignored their "
+            "cancellation (not in kube-scheduler).",
+            ["plugin", "extension_point", "profile"],
+            registry=reg,
+        )
+        self.plugin_times = _PluginTimes()
+        reg.register(self.plugin_times)
         self.leader = Gauge(
             "scheduler_leader",
             "1 while this instance holds the leader lease (or runs without leader "
@@ -388,6 +426,9 @@ class ProfileRecorder:
 
     __slots__ = ("_errors", "_metrics", "_plugin", "_point", "profile")
 
+    # Failures, breakers and abandoned calls are rare: they resolve their
+    # labelled children on each call rather than caching them.
+
     def __init__(self, metrics: SchedulerMetrics, profile: str) -> None:
         self._metrics = metrics
         self.profile = profile
@@ -424,6 +465,29 @@ class ProfileRecorder:
             self._errors[key] = child
         child.inc()
 
+    def plugin_overrun(self, point: str, plugin: str) -> None:
+        """Count a plugin call that ran past its budget."""
+        self._metrics.plugin_overruns.labels(plugin, point, self.profile).inc()
+
+    def plugin_ignored(self, point: str, plugin: str, reason: str) -> None:
+        """Count a failure that only left the plugin out of a decision (``Ignore``)."""
+        self._metrics.plugin_ignored_failures.labels(plugin, point, self.profile, reason).inc()
+
+    def circuit_open(self, plugin: str, is_open: bool) -> None:
+        """Record whether the plugin's circuit breaker is open."""
+        self._metrics.plugin_circuit_open.labels(plugin, self.profile).set(1 if is_open else 0)
+
+    def abandoned_call(self, point: str, plugin: str, delta: int) -> None:
+        """An async call was abandoned (``delta`` 1) or an abandoned call ended (-1)."""
+        labels = (plugin, point, self.profile)
+        if delta > 0:
+            self._metrics.plugin_abandoned_calls.labels(*labels).inc(delta)
+        self._metrics.plugin_abandoned_calls_running.labels(*labels).inc(delta)
+
+    def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None:
+        """Export a framework's running per-call totals (read at scrape time)."""
+        self._metrics.plugin_times.add(self.profile, labels, seconds)
+
     def warm(self, points: Iterable[tuple[str, str]]) -> None:
         """Pre-resolve the Success series of known (point, plugin) pairs.
 
@@ -436,3 +500,45 @@ class ProfileRecorder:
                 self._plugin[key] = self._metrics.plugin_execution_duration.labels(
                     plugin, point, Code.SUCCESS.title
                 )
+
+
+class _PluginTimes:
+    """``scheduler_plugin_duration_seconds_total``: every plugin call's time, summed.
+
+    kube-scheduler's histogram samples one cycle in ten because observing a
+    histogram per call costs more than most plugins take. The framework
+    instead adds each call's seconds to a plain list (one add per call), and
+    this collector reads the lists only when scraped, so a plugin that slows
+    every cycle shows in ``rate()`` without a per-call metrics cost.
+    """
+
+    def __init__(self) -> None:
+        self._sources: list[tuple[str, Sequence[tuple[str, str]], list[float]]] = []
+
+    def add(self, profile: str, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None:
+        self._sources.append((profile, labels, seconds))
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        totals: dict[tuple[str, str, str], float] = {}
+        for profile, labels, seconds in list(self._sources):
+            # A copy first: the scheduling thread may be adding to the list.
+            for (point, plugin), total in zip(list(labels), list(seconds), strict=False):
+                key = (plugin, point, profile)
+                totals[key] = totals.get(key, 0.0) + total
+        for key, total in totals.items():
+            family.add_metric(list(key), total)
+        yield family
+
+    @staticmethod
+    def _family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "scheduler_plugin_duration_seconds",
+            "Seconds spent in each plugin at each extension point, every call counted "
+            "(scheduler_plugin_execution_duration_seconds samples 10 % of cycles); its "
+            "rate is the share of a core the plugin takes (not in kube-scheduler).",
+            labels=["plugin", "extension_point", "profile"],
+        )

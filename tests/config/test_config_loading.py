@@ -63,11 +63,21 @@ def test_our_extension_defaults() -> None:
     assert ours.server_address == "0.0.0.0:10259"
     assert ours.binding_concurrency > 0
     assert ours.timeouts.model_dump() == {
+        "pre_enqueue": 5.0,
+        "pre_filter": 5.0,
+        "filter": 5.0,
+        "post_filter": 30.0,
+        "pre_score": 5.0,
+        "score": 5.0,
+        "reserve": 5.0,
+        "permit": 5.0,
         "permit_max_wait": 900.0,
         "pre_bind": 30.0,
         "bind": 30.0,
         "post_bind": 30.0,
+        "plugins": {},
     }
+    assert ours.circuit_breaker.model_dump() == {"consecutive_failures": 5, "cool_down": 30.0}
     assert HookTimeouts.model_validate({"preBind": "1m"}).pre_bind == 60.0
 
 

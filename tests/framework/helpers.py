@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.api import PodInfo
+from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
-from scheduler.framework.runtime import Framework, Timeouts
+from scheduler.framework.runtime import Framework
 from scheduler.state.nodetable import NodeTable
 
 
@@ -16,7 +17,9 @@ def make_framework(
     plugins: list[tuple[str, object]],
     *,
     weights: dict[str, int] | None = None,
-    timeouts: Timeouts | None = None,
+    timeouts: HookTimeouts | None = None,
+    failure_policy: dict[str, FailurePolicy] | None = None,
+    circuit_breaker: CircuitBreakerConfig | None = None,
 ) -> Framework:
     """A Framework running ``plugins`` (name, instance) in list order wherever they hook in."""
     manager = SchedulerPluginManager()
@@ -29,7 +32,19 @@ def make_framework(
             for name, plugin in plugins
             if hook in manager.hooks_of(plugin)
         ]
-    return Framework("test-profile", manager, order, timeouts=timeouts)
+    return Framework(
+        "test-profile",
+        manager,
+        order,
+        timeouts=timeouts,
+        failure_policy=failure_policy,
+        circuit_breaker=circuit_breaker,
+    )
+
+
+def budgets(**fields: str) -> HookTimeouts:
+    """HookTimeouts from YAML-style values, e.g. ``budgets(preBind="50ms")``."""
+    return HookTimeouts.model_validate(fields)
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:

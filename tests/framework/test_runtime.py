@@ -18,9 +18,8 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.framework.cycle import Algorithm
-from scheduler.framework.runtime import Timeouts
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
-from tests.framework.helpers import make_framework, node, pod, table_of
+from tests.framework.helpers import budgets, make_framework, node, pod, table_of
 
 
 class Recorder:
@@ -352,7 +351,7 @@ def test_permit_wait_is_capped_by_the_profile_limit():
         def permit(self, state, pod, node_name):
             return Status.wait(10_000)
 
-    fw = make_framework([("F", Forever())], timeouts=Timeouts(permit_max=60))
+    fw = make_framework([("F", Forever())], timeouts=budgets(permitMaxWait="60s"))
     _, waits = fw.run_permit(CycleState(), pod("p"), "n1")
     assert waits == {"F": 60}
 
@@ -395,7 +394,7 @@ async def test_async_prebind_past_its_timeout_is_an_error_naming_the_plugin():
         async def pre_bind(self, state, pod, node_name):
             await asyncio.sleep(30)
 
-    fw = make_framework([("Hang", Hang())], timeouts=Timeouts(pre_bind=0.05))
+    fw = make_framework([("Hang", Hang())], timeouts=budgets(preBind="50ms"))
     status = await fw.run_pre_bind(CycleState(), pod("p"), "n1")
     assert status.code is Code.ERROR and status.plugin == "Hang"
     assert "timed out after 0.05s" in status.message()
@@ -417,7 +416,7 @@ async def test_prebind_may_declare_a_longer_limit_than_the_configured_one():
             await asyncio.sleep(0.02)
 
     fw = make_framework(
-        [("Slow", SlowBinder()), ("Impatient", Impatient())], timeouts=Timeouts(pre_bind=0.05)
+        [("Slow", SlowBinder()), ("Impatient", Impatient())], timeouts=budgets(preBind="50ms")
     )
     assert (await fw.run_pre_bind(CycleState(), pod("p"), "n1")).is_success()
 

@@ -37,6 +37,11 @@ def exercise(m: SchedulerMetrics) -> None:
     rec.plugin_duration("Filter", "NodeResourcesFit", Code.SUCCESS, 0.0001)
     rec.point_duration("Filter", Code.SUCCESS, 0.001)
     rec.plugin_error("Score", "Broken")
+    rec.plugin_overrun("Filter", "Slow")
+    rec.plugin_ignored("Score", "Broken", "error")
+    rec.circuit_open("Broken", True)
+    rec.abandoned_call("PreBind", "Stubborn", 1)
+    rec.plugin_times([("Filter", "NodeResourcesFit")], [0.25])
     m.preemption_attempt(victims=2)
     m.pod_scheduled(attempts=1, seconds_since_queued=0.5)
     m.queue_incoming("active", "PodAdd")
@@ -57,7 +62,7 @@ def label_names(family: Any) -> set[str]:
     return names
 
 
-# name (as parsed, counters without _total) -> (type, label names); kube's, plus our three
+# name (as parsed, counters without _total) -> (type, label names); kube's, plus ours
 EXPECTED = {
     "scheduler_schedule_attempts": ("counter", {"result", "profile"}),
     "scheduler_scheduling_attempt_duration_seconds": ("histogram", {"result", "profile"}),
@@ -80,6 +85,18 @@ EXPECTED = {
     "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
     "scheduler_plugin_errors": ("counter", {"plugin", "extension_point", "profile"}),
     "scheduler_binding_errors": ("counter", {"reason"}),
+    "scheduler_plugin_overruns": ("counter", {"plugin", "extension_point", "profile"}),
+    "scheduler_plugin_ignored_failures": (
+        "counter",
+        {"plugin", "extension_point", "profile", "reason"},
+    ),
+    "scheduler_plugin_circuit_open": ("gauge", {"plugin", "profile"}),
+    "scheduler_plugin_abandoned_calls": ("counter", {"plugin", "extension_point", "profile"}),
+    "scheduler_plugin_abandoned_calls_running": (
+        "gauge",
+        {"plugin", "extension_point", "profile"},
+    ),
+    "scheduler_plugin_duration_seconds": ("counter", {"plugin", "extension_point", "profile"}),
     "scheduler_leader": ("gauge", set()),
 }
 
