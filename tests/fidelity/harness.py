@@ -1146,6 +1146,10 @@ def _compare_feasible(
 
 #: Per claim name: ``status.allocation`` without ``allocationTimestamp`` (None: unallocated).
 Allocations = dict[str, Obj | None]
+#: The special claim of a pod's DRA-backed extended resources (its name is generated).
+EXTENDED_CLAIM = "<extended resources>"
+EXTENDED_MAPPINGS = "<extended resources: pod status requestMappings>"
+SHARE_ID = "<generated share ID>"
 
 
 def pod_claims(pod: Obj) -> dict[str, str | None]:
@@ -1177,9 +1181,17 @@ def dra_base(server_pod: Obj) -> Obj:
 
 def _allocation(claim: Obj | None) -> Obj | None:
     found = ((claim or {}).get("status") or {}).get("allocation")
-    if found is None:
-        return None
-    return {k: v for k, v in found.items() if k != "allocationTimestamp"}
+    return None if found is None else _comparable(found)
+
+
+def _comparable(allocation: Mapping[str, Any]) -> Obj:
+    """An allocation without ``allocationTimestamp``, a result's ``shareID`` (a random
+    UID, for a device allocated more than once) as :data:`SHARE_ID`."""
+    out = {k: copy.deepcopy(v) for k, v in allocation.items() if k != "allocationTimestamp"}
+    for result in (out.get("devices") or {}).get("results") or []:
+        if "shareID" in result:
+            result["shareID"] = SHARE_ID
+    return out
 
 
 def wait_for_claims(kube: KubeSide, namespace: str, name: str) -> Obj:
@@ -1329,7 +1341,11 @@ def our_allocations(ours: OurSide, objects: list[Obj], pod: Obj, node: str) -> A
     assert isinstance(data, DraState), f"no DynamicResources state for {pod['metadata']['name']}"
     found = data.node_allocations.get(node, [])
     new = {
-        data.claims[index]["metadata"]["name"]: dict(result)
+        (
+            EXTENDED_CLAIM
+            if index == data.extended_index
+            else data.claims[index]["metadata"]["name"]
+        ): _comparable(result)
         for index, result in zip(data.to_allocate, found, strict=False)
     }
     namespace = pod["metadata"]["namespace"]
@@ -1342,15 +1358,30 @@ def our_allocations(ours: OurSide, objects: list[Obj], pod: Obj, node: str) -> A
     for claim in pod_claims(pod).values():
         assert claim is not None
         out[claim] = new[claim] if claim in new else _allocation(by_name.get(claim))
+    if EXTENDED_CLAIM in new:
+        out[EXTENDED_CLAIM] = new[EXTENDED_CLAIM]
+        variant = data.node_extended.get(node)
+        mappings = [dict(m) for m in variant[1]] if variant is not None else []
+        out[EXTENDED_MAPPINGS] = {"requestMappings": mappings}
     return out
 
 
 def kube_allocations(kube: KubeSide, namespace: str, pod: Obj) -> Allocations:
+    """The allocation of each of the pod's claims as kube-scheduler wrote it; for the
+    special claim of DRA-backed extended resources (named in the bound pod's
+    ``status.extendedResourceClaimStatus``) under :data:`EXTENDED_CLAIM`, with the
+    status's container request mappings under :data:`EXTENDED_MAPPINGS`."""
     out: Allocations = {}
+    claims_path = f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims"
     for claim in pod_claims(pod).values():
         assert claim is not None
-        got = kube.client.get(f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims/{claim}")
-        out[claim] = _allocation(got.body)
+        out[claim] = _allocation(kube.client.get(f"{claims_path}/{claim}").body)
+    bound = kube.client.get(f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}")
+    extended = (bound.body.get("status") or {}).get("extendedResourceClaimStatus")
+    if extended:
+        got = kube.client.get(f"{claims_path}/{extended['resourceClaimName']}")
+        out[EXTENDED_CLAIM] = _allocation(got.body)
+        out[EXTENDED_MAPPINGS] = {"requestMappings": extended.get("requestMappings") or []}
     return out
 
 
@@ -1437,6 +1468,11 @@ def run_dra_step(
         elif note != mine:
             report.problems.append(f"FailedScheduling differs:\n  ours: {mine}\n  kube: {note}")
         report.details.append(f"  kube: {note}")
+        full = kube.failed_scheduling_note(namespace, name)
+        if full != explanation.message:
+            # Shown, not compared: what follows the first sentence is PostFilter's.
+            report.details.append(f"  full message, kube: {full}")
+            report.details.append(f"  full message, ours: {explanation.message}")
         kube.delete_pod(namespace, name)
         return report
     if decision.node not in explanation.tied:
@@ -1473,12 +1509,16 @@ def _short(allocations: Allocations) -> str:
     """Claim -> request=pool/device, ... and the node selector's node, for the log."""
     parts = []
     for claim, found in allocations.items():
+        if claim == EXTENDED_MAPPINGS:
+            continue
         if found is None:
             parts.append(f"{claim}: -")
             continue
         results = found.get("devices", {}).get("results") or []
         devices = ", ".join(
-            f"{r['request']}={r['pool']}/{r['device']}{' (admin)' if r.get('adminAccess') else ''}"
+            f"{r['request']}={r['pool']}/{r['device']}"
+            f"{' (admin)' if r.get('adminAccess') else ''}"
+            f"{' ' + str(r['consumedCapacity']) if r.get('consumedCapacity') else ''}"
             for r in results
         )
         parts.append(f"{claim}: [{devices}]")

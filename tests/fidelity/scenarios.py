@@ -1891,5 +1891,189 @@ def _dra_unavailable_claim() -> Scenario:
     )
 
 
+def _dra_counters_and_taints() -> Scenario:
+    klass = "fid-dra-partition-gpu"
+    counters = {"memory": {"value": "40Gi"}}
+
+    def part(name: str, size: str, memory: str, **extra: Any) -> Obj:
+        device = gpu(name, "a100", memory)
+        device["attributes"]["size"] = {"string": size}
+        device.update(extra)
+        return device
+
+    def half(name: str, *, tolerate: bool = False) -> Obj:
+        request = exactly(klass, f'device.attributes["{DRA_DRIVER}"].size == "half"')
+        if tolerate:
+            request["tolerations"] = [
+                {"key": "fidelity.test/broken", "operator": "Exists", "effect": "NoSchedule"}
+            ]
+        return resource_claim(name, claim_spec({"name": "gpu", "exactly": request}))
+
+    def consumes(memory: str) -> list[Obj]:
+        return [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]
+
+    pool = {"name": "drp-1", "generation": 1, "resourceSliceCount": 2}
+    return Scenario(
+        "dra-counters-taints",
+        "DRA partitionable devices (one GPU's memory counter shared by a whole and two "
+        "halves, in a counters slice of the same pool) and device taints (a tainted device "
+        "only for a claim that tolerates it)",
+        nodes=[node(f"drp-{i}") for i in range(1, 5)],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            {
+                "apiVersion": RESOURCE_V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "drp-1-counters"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": "drp-1",
+                    "pool": pool,
+                    "sharedCounters": [{"name": "gpu-0", "counters": counters}],
+                },
+            },
+            {
+                "apiVersion": RESOURCE_V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "drp-1-devices"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": "drp-1",
+                    "pool": pool,
+                    "devices": [
+                        part("whole", "whole", "40Gi", consumesCounters=consumes("40Gi")),
+                        part("half-0", "half", "20Gi", consumesCounters=consumes("20Gi")),
+                        part("half-1", "half", "20Gi", consumesCounters=consumes("20Gi")),
+                    ],
+                },
+            },
+            resource_slice(
+                "drp-2",
+                part(
+                    "gpu-0",
+                    "half",
+                    "20Gi",
+                    taints=[
+                        {"key": "fidelity.test/broken", "value": "yes", "effect": "NoSchedule"}
+                    ],
+                ),
+            ),
+            half("half"),
+            resource_claim(
+                "whole",
+                claim_spec(
+                    {
+                        "name": "gpu",
+                        "exactly": exactly(
+                            klass, f'device.attributes["{DRA_DRIVER}"].size == "whole"'
+                        ),
+                    }
+                ),
+            ),
+            half("half-again"),
+            half("tolerant", tolerate=True),
+            half("intolerant"),
+        ],
+        steps=[
+            Step(with_resource_claims("half", "half")),
+            # Half of the counter is used up: the whole GPU does not fit any more.
+            Step(with_resource_claims("whole", "whole"), expect="unschedulable"),
+            Step(with_resource_claims("half-again", "half-again")),
+            # drp-1 has no counter left; drp-2's device is tainted.
+            Step(with_resource_claims("tolerant", "tolerant")),
+            Step(with_resource_claims("intolerant", "intolerant"), expect="unschedulable"),
+        ],
+    )
+
+
+def _dra_extended_resources() -> Scenario:
+    resource = "fidelity.test/gpu"
+    klass = device_class("fid-dra-extended-gpu", f'device.driver == "{DRA_DRIVER}"')
+    klass["spec"]["extendedResourceName"] = resource
+
+    def wants(name: str, count: int) -> Obj:
+        return pod(name, containers=[container(extended={resource: str(count)})])
+
+    return Scenario(
+        "dra-extended-resources",
+        "DRA-backed extended resources: a DeviceClass with extendedResourceName; pods "
+        "asking for the resource get kube's special claim where the node does not "
+        "advertise it, and fit a node whose device plugin advertises it without one",
+        nodes=[
+            node("dre-1", cpu="8", memory="16Gi"),
+            node("dre-2"),
+            node("dre-3", extended={resource: "1"}),
+            node("dre-4"),
+        ],
+        dra=[
+            klass,
+            resource_slice(
+                "dre-1",
+                gpu("gpu-0", "a100", "40Gi"),
+                gpu("gpu-1", "a100", "40Gi"),
+                gpu("gpu-2", "a100", "40Gi"),
+            ),
+            resource_slice("dre-2", gpu("gpu-0", "a100", "40Gi")),
+        ],
+        steps=[
+            Step(wants("one", 1)),
+            Step(wants("two", 2)),
+            # dre-2's device or dre-3's device plugin: a tie, then the other one.
+            Step(wants("one-more", 1)),
+            Step(wants("last-one", 1)),
+            Step(wants("none-left", 1), expect="unschedulable"),
+        ],
+    )
+
+
+def _dra_consumable_capacity() -> Scenario:
+    klass = "fid-dra-consumable-gpu"
+
+    def share(name: str, memory: str | None) -> Obj:
+        request = exactly(klass)
+        if memory is not None:
+            request["capacity"] = {"requests": {"memory": memory}}
+        return resource_claim(name, claim_spec({"name": "gpu", "exactly": request}))
+
+    shared_gpu = gpu("shared-gpu", "a100", "40Gi")
+    shared_gpu["allowMultipleAllocations"] = True
+    shared_gpu["capacity"]["memory"]["requestPolicy"] = {
+        "default": "10Gi",
+        "validRange": {"min": "5Gi"},
+    }
+    return Scenario(
+        "dra-consumable-capacity",
+        "DRA consumable capacity: a device that allows multiple allocations hands out its "
+        "memory (requested, or the policy's default) until none is left; a plain device "
+        "with enough memory takes one claim",
+        nodes=[node("drc-1", cpu="8", memory="16Gi"), node("drc-2"), node("drc-3"), node("drc-4")],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            resource_slice("drc-1", shared_gpu),
+            resource_slice("drc-2", gpu("gpu-0", "a100", "40Gi")),
+            share("twenty", "20Gi"),
+            share("default", None),
+            share("big", "20Gi"),
+            share("more", "10Gi"),
+            share("none-left", "5Gi"),
+        ],
+        steps=[
+            Step(with_resource_claims("twenty", "twenty")),
+            Step(with_resource_claims("default", "default")),
+            # 10Gi left on the shared device.
+            Step(with_resource_claims("big", "big")),
+            Step(with_resource_claims("more", "more")),
+            Step(with_resource_claims("none-left", "none-left"), expect="unschedulable"),
+        ],
+    )
+
+
 #: Run with kube-controller-manager's ResourceClaim controller (``test_fidelity.py``).
-DRA_SCENARIOS: list[Scenario] = [_dra_devices(), _dra_shared(), _dra_unavailable_claim()]
+DRA_SCENARIOS: list[Scenario] = [
+    _dra_consumable_capacity(),
+    _dra_extended_resources(),
+    _dra_devices(),
+    _dra_shared(),
+    _dra_unavailable_claim(),
+    _dra_counters_and_taints(),
+]
