@@ -1264,6 +1264,9 @@ def probe_dra(
             name = probe["metadata"]["name"]
             out[node] = kube.wait(namespace, [name])[name]
             kube.delete_pod(namespace, name)
+            # Its claims' devices must be free for the next probe, in kube-scheduler too.
+            kube.delete_claims(namespace, _claims_named(kube, namespace, f"{name}-"))
+            kube.sync(namespace, nodes[-1], claims=True)
     for probe in probes.values():
         kube.delete_pod(namespace, probe["metadata"]["name"])
     uids.add(hold["uid"])
@@ -1273,13 +1276,14 @@ def probe_dra(
         )
     # The copies, and the claims the controller made from templates for the probes
     # (``<probe>-<entry>-<suffix>``; no garbage collector runs to delete them).
-    leftovers = [
-        c["metadata"]["name"]
-        for c in kube.client.get(claims_path).body["items"]
-        if c["metadata"]["name"].startswith(prefix)
-    ]
-    kube.delete_claims(namespace, leftovers)
+    kube.delete_claims(namespace, _claims_named(kube, namespace, prefix))
     return out
+
+
+def _claims_named(kube: KubeSide, namespace: str, prefix: str) -> list[str]:
+    """The names of the namespace's ResourceClaims that start with `prefix`."""
+    items = kube.client.get(f"{RESOURCE_API}/namespaces/{namespace}/resourceclaims").body["items"]
+    return [c["metadata"]["name"] for c in items if c["metadata"]["name"].startswith(prefix)]
 
 
 def _change_reserved_for(
@@ -1396,11 +1400,14 @@ def run_dra_step(
     (``<probe>-<entry>``, the same spec). A template's claim is the ResourceClaim
     controller's, one per probe anyway. With only node-local slices a probe's
     allocation is on its own node, so the probes of a pod without inter-pod
-    affinity still run all at once. An *allocated* claim is not copied: the same
-    devices in two claims would corrupt kube-scheduler's allocated-device set
-    (a set of device IDs: deleting the copy frees the device the original still
-    holds). The probes share it instead (it stays allocated; a probe kube binds
-    only joins ``reservedFor``), and while they run it is held by
+    affinity still run all at once; with a slice that is not node-local
+    (``nodeSelector``, ``allNodes``) they run one at a time, and each probe's
+    claims are deleted (and kube-scheduler synced) before the next. An
+    *allocated* claim is not copied: the same devices in two claims would
+    corrupt kube-scheduler's allocated-device set (a set of device IDs: deleting
+    the copy frees the device the original still holds). The probes share it
+    instead (it stays allocated; a probe kube binds only joins ``reservedFor``),
+    and while they run it is held by
     :data:`PROBE_HOLD`, a non-pod consumer: kube-scheduler's PostFilter
     deallocates an allocated claim nobody else uses when the pod cannot go where
     it is allocated, which would change the scenario (and let the probe's next
@@ -1426,6 +1433,11 @@ def run_dra_step(
     objects = kube.objects(dra=True)
     kind, parallel = probe_kind(base)
     assert kind == "pin", "DRA scenarios use pinned probes only"
+    # Devices of a slice that is not node-local can go to probes on several nodes:
+    # then one probe at a time, each one's claims deleted before the next.
+    parallel = parallel and all(
+        o["spec"].get("nodeName") for o in objects if o["kind"] == "ResourceSlice"
+    )
 
     explanation = ours.explain(objects, base)
     manifest = plain_copy({**step.pod, "metadata": {**step.pod["metadata"]}}, name)

@@ -2068,8 +2068,125 @@ def _dra_consumable_capacity() -> Scenario:
     )
 
 
+def _dra_pool_order() -> Scenario:
+    klass = "fid-dra-any-driver"
+
+    def one_slice(name: str, driver: str, pool: str, count: int, *devices: str) -> Obj:
+        return {
+            "apiVersion": RESOURCE_V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": name},
+            "spec": {
+                "driver": driver,
+                "nodeName": "dro-1",
+                "pool": {"name": pool, "generation": 1, "resourceSliceCount": count},
+                "devices": [gpu(d, "a100", "40Gi") for d in devices],
+            },
+        }
+
+    def wants(name: str, count: int) -> Obj:
+        return resource_claim(
+            name, claim_spec({"name": "devs", "exactly": exactly(klass, count=count)})
+        )
+
+    return Scenario(
+        "dra-pool-order",
+        "DRA device order on one node: pools by driver then pool name, a pool's slices by "
+        "name (created in the other order), devices in slice order",
+        nodes=[node(f"dro-{i}") for i in range(1, 5)],
+        dra=[
+            device_class(klass, 'device.driver.endsWith("fidelity.test")'),
+            one_slice("dro-1-x", DRA_DRIVER, "dro-1-b", 1, "gpu-0"),
+            one_slice("dro-1-a-2", DRA_DRIVER, "dro-1-a", 2, "d-0"),
+            one_slice("dro-1-a-1", DRA_DRIVER, "dro-1-a", 2, "d-1"),
+            one_slice("dro-1-y", "accel.fidelity.test", "dro-1-z", 1, "acc-1", "acc-0"),
+            wants("first", 1),
+            wants("rest", 4),
+            wants("none-left", 1),
+        ],
+        steps=[
+            Step(with_resource_claims("first", "first")),
+            Step(with_resource_claims("rest", "rest")),
+            Step(with_resource_claims("none-left", "none-left"), expect="unschedulable"),
+        ],
+    )
+
+
+def _dra_network_attached() -> Scenario:
+    klass = "fid-dra-network"
+
+    def device(name: str, kind: str) -> Obj:
+        out = gpu(name, "a100", "40Gi")
+        out["attributes"]["kind"] = {"string": kind}
+        return out
+
+    def kind_claim(name: str, kind: str, count: int = 1) -> Obj:
+        request = exactly(klass, f'device.attributes["{DRA_DRIVER}"].kind == "{kind}"', count=count)
+        return resource_claim(name, claim_spec({"name": "dev", "exactly": request}))
+
+    rack = "fidelity.test/rack"
+    return Scenario(
+        "dra-network-attached",
+        "DRA devices not local to one node: a pool for the nodes of a rack (nodeSelector; "
+        "its allocation follows the slice's selector) and one for all nodes (no selector)",
+        nodes=[
+            node("drn-1", labels={rack: "r1"}),
+            node("drn-2", labels={rack: "r1"}),
+            node("drn-3", labels={rack: "r2"}),
+            node("drn-4"),
+        ],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            {
+                "apiVersion": RESOURCE_V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "drn-rack-r1"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeSelector": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": rack, "operator": "In", "values": ["r1"]}
+                                ]
+                            }
+                        ]
+                    },
+                    "pool": {"name": "rack-r1", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [device("rack-0", "rack"), device("rack-1", "rack")],
+                },
+            },
+            {
+                "apiVersion": RESOURCE_V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "drn-fabric"},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "allNodes": True,
+                    "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [device("fabric-0", "fabric")],
+                },
+            },
+            kind_claim("rack", "rack"),
+            kind_claim("fabric", "fabric"),
+            kind_claim("fabric-again", "fabric"),
+            kind_claim("rack-two", "rack", count=2),
+        ],
+        steps=[
+            Step(with_resource_claims("rack", "rack")),
+            # Follows the allocation's node selector: either node of rack r1.
+            Step(with_resource_claims("rack-user", "rack")),
+            Step(with_resource_claims("fabric", "fabric")),
+            Step(with_resource_claims("fabric-again", "fabric-again"), expect="unschedulable"),
+            Step(with_resource_claims("rack-two", "rack-two"), expect="unschedulable"),
+        ],
+    )
+
+
 #: Run with kube-controller-manager's ResourceClaim controller (``test_fidelity.py``).
 DRA_SCENARIOS: list[Scenario] = [
+    _dra_network_attached(),
+    _dra_pool_order(),
     _dra_consumable_capacity(),
     _dra_extended_resources(),
     _dra_devices(),
