@@ -2183,8 +2183,65 @@ def _dra_network_attached() -> Scenario:
     )
 
 
+def _dra_prioritized_list() -> Scenario:
+    klass = "fid-dra-prioritized"
+
+    def sub(name: str, model: str | None, count: int = 1) -> Obj:
+        out: Obj = {"name": name, "deviceClassName": klass, "count": count}
+        if model is not None:
+            out["selectors"] = [{"cel": {"expression": _model(model)}}]
+        return out
+
+    return Scenario(
+        "dra-prioritized-list",
+        "DRA firstAvailable with counts (two h100s, else any one device), a firstAvailable "
+        "request in a matchAttribute constraint (backtracking to the second alternative), "
+        "two alternatives of two devices that fit nowhere",
+        nodes=[node(f"drq-{i}") for i in range(1, 5)],
+        dra=[
+            device_class(klass, f'device.driver == "{DRA_DRIVER}"'),
+            resource_slice("drq-1", gpu("gpu-0", "h100", "80Gi"), gpu("gpu-1", "h100", "80Gi")),
+            resource_slice("drq-2", gpu("gpu-0", "h100", "80Gi"), gpu("gpu-1", "a100", "40Gi")),
+            resource_slice("drq-3", gpu("gpu-0", "a100", "40Gi"), gpu("gpu-1", "a100", "40Gi")),
+            resource_claim(
+                "prefers-two",
+                claim_spec(
+                    {
+                        "name": "gpu",
+                        "firstAvailable": [sub("two-h100", "h100", 2), sub("any", None)],
+                    }
+                ),
+            ),
+            resource_claim(
+                "same-model",
+                claim_spec(
+                    {"name": "a", "firstAvailable": [sub("h100", "h100"), sub("a100", "a100")]},
+                    {"name": "b", "exactly": exactly(klass)},
+                    constraints=[{"requests": ["a", "b"], "matchAttribute": f"{DRA_DRIVER}/model"}],
+                ),
+            ),
+            resource_claim(
+                "two-of-a-kind",
+                claim_spec(
+                    {
+                        "name": "gpu",
+                        "firstAvailable": [sub("h100", "h100", 2), sub("a100", "a100", 2)],
+                    }
+                ),
+            ),
+        ],
+        steps=[
+            Step(with_resource_claims("prefers-two", "prefers-two")),
+            # drq-2: an h100 has no twin, nor the a100: only drq-3's two a100s.
+            Step(with_resource_claims("same-model", "same-model")),
+            Step(with_resource_claims("two-of-a-kind", "two-of-a-kind"), expect="unschedulable"),
+        ],
+    )
+
+
 #: Run with kube-controller-manager's ResourceClaim controller (``test_fidelity.py``).
 DRA_SCENARIOS: list[Scenario] = [
+    _dra_prioritized_list(),
     _dra_network_attached(),
     _dra_pool_order(),
     _dra_consumable_capacity(),
