@@ -412,7 +412,8 @@ class Framework:
         that returns past its budget is a failure (after the fact). Every call
         adds to the per-plugin time totals; ``sampled`` calls also go to the
         duration histogram (kube-scheduler's 10 % sample). ``always``: make
-        the call even when the plugin's breaker is open (a rollback is owed).
+        the call even when the plugin's breaker is open, as a rollback is
+        owed; its success then says nothing about the plugin's health.
         """
         troubled = self._troubled
         if troubled and call.plugin in troubled and not always and call.breaker.refuses():
@@ -434,7 +435,7 @@ class Framework:
             self.recorder.plugin_duration(call.point, call.plugin, _result_code(result), elapsed)
         if elapsed > call.budget:
             raise self._overrun(call, pod, elapsed)
-        if troubled and call.plugin in troubled:
+        if troubled and call.plugin in troubled and not always:
             self._succeeded(call)
         return result
 

@@ -868,3 +868,88 @@ def test_profile_percentage_zero_overrides_a_positive_top_level_value() -> None:
     )
     assert explicit_zero.percentage_of_nodes_to_score == 0
     assert unset.percentage_of_nodes_to_score == 30
+
+
+# ----------------------------------------------------------------- budgets, failurePolicy
+
+
+def test_plugin_budgets_merge_global_and_profile_per_field() -> None:
+    config = load_config(
+        doc(
+            {
+                "schedulerName": "a",
+                "pluggableScheduler": {
+                    "timeouts": {"filter": "1s", "plugins": {"GpuBinPack": {"score": "3s"}}}
+                },
+            },
+            pluggableScheduler={
+                "timeouts": {"plugins": {"GpuBinPack": {"filter": "9s", "score": "2s"}}},
+                "circuitBreaker": {"consecutiveFailures": 2, "coolDown": "1m"},
+            },
+        )
+    )
+    (profile,) = resolve_profiles(config, FakeCatalog())
+    assert profile.timeouts.budget("filter", "GpuBinPack") == 9.0
+    assert profile.timeouts.budget("score", "GpuBinPack") == 3.0
+    assert profile.timeouts.budget("filter", "NodeName") == 1.0
+    assert profile.timeouts.budget("score", "NodeName") == 5.0
+    assert (profile.circuit_breaker.consecutive_failures, profile.circuit_breaker.cool_down) == (
+        2,
+        60.0,
+    )
+
+
+def test_plugin_budget_for_a_point_it_does_not_implement_or_unknown_plugin() -> None:
+    lines = problems(
+        {
+            "schedulerName": "a",
+            "pluggableScheduler": {"timeouts": {"plugins": {"GpuBinPack": {"preBind": "1s"}}}},
+        },
+    )
+    assert lines == [
+        "profiles[0].pluggableScheduler.timeouts.plugins.GpuBinPack.preBind: "
+        "plugin 'GpuBinPack' does not implement preBind"
+    ]
+    with pytest.raises(UserError) as info:
+        resolve_profiles(
+            load_config(
+                doc(pluggableScheduler={"timeouts": {"plugins": {"GpuBinPak": {"filter": "1s"}}}})
+            ),
+            FakeCatalog(),
+        )
+    assert info.value.details[0].startswith(
+        "pluggableScheduler.timeouts.plugins.GpuBinPak: plugin 'GpuBinPak' is not installed"
+    )
+
+
+def test_failure_policy_is_resolved_per_profile() -> None:
+    profile = one(
+        {"multiPoint": {"enabled": [{"name": "GpuBinPack"}]}},
+        pluggableScheduler={"failurePolicy": {"GpuBinPack": "Ignore", "NodeName": "Fail"}},
+    )
+    assert profile.failure_policy == {"GpuBinPack": "Ignore", "NodeName": "Fail"}
+
+
+def test_ignore_is_refused_where_it_could_never_apply() -> None:
+    lines = problems(
+        {
+            "schedulerName": "a",
+            "plugins": {"multiPoint": {"enabled": [{"name": "AsyncBinder"}]}},
+            "pluggableScheduler": {"failurePolicy": {"AsyncBinder": "Ignore", "Nope": "Fail"}},
+        }
+    )
+    assert lines[0] == (
+        "profiles[0].pluggableScheduler.failurePolicy.AsyncBinder: Ignore cannot apply to "
+        "plugin 'AsyncBinder': it runs only at preBind, bind, postBind, whose failures always "
+        "fail the attempt (Reserve, Permit, PreBind, Bind) or never fail anything "
+        "(Unreserve, PostBind)"
+    )
+    assert lines[1].startswith("profiles[0].pluggableScheduler.failurePolicy.Nope: plugin 'Nope'")
+
+
+def test_failure_policy_values_are_fail_or_ignore() -> None:
+    with pytest.raises(UserError) as info:
+        load_config(
+            doc({"schedulerName": "a", "pluggableScheduler": {"failurePolicy": {"X": "Skip"}}})
+        )
+    assert info.value.details[0].startswith("profiles[0].pluggableScheduler.failurePolicy.X:")

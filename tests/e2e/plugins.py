@@ -81,10 +81,47 @@ class ControlledPreBind(Plugin):
             await self.before_return(pod)
 
 
+class StubbornPreBind(Plugin):
+    """For pods labelled ``stubborn=yes``, a PreBind that swallows its cancellation.
+
+    It keeps running until the test sets ``release``: the framework must
+    abandon it at its budget, not wait for it.
+    """
+
+    api_version: ClassVar[str] = "1.0"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.release = asyncio.Event()
+        self.cancellations = 0
+
+    @hookimpl
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        if pod.labels.get("stubborn") != "yes":
+            return
+        while not self.release.is_set():
+            try:
+                await self.release.wait()
+            except asyncio.CancelledError:
+                self.cancellations += 1
+
+
+class BrokenScore(Plugin):
+    """A Score plugin that raises for every pod."""
+
+    api_version: ClassVar[str] = "1.0"
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Any:
+        raise ZeroDivisionError("score divided by zero")
+
+
 TEST_PLUGINS: dict[str, type] = {
     "PoolFilter": PoolFilter,
     "ExplodingFilter": ExplodingFilter,
     "ControlledPreBind": ControlledPreBind,
+    "StubbornPreBind": StubbornPreBind,
+    "BrokenScore": BrokenScore,
 }
 
 

@@ -335,3 +335,57 @@ def test_priority_class_name_is_resolved_from_the_cluster_file(catalog: PluginCa
     assert "spec.priority=1000 from PriorityClass high" in result.notes
     with pytest.raises(UserError, match="no PriorityClass named 'nope'"):
         explain(objects, small_pod("vip", priorityClassName="nope"), config, catalog)
+
+
+class _BrokenScore:
+    """A Score plugin that always raises."""
+
+    api_version: ClassVar[str] = "1.0"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: Any) -> Any:
+        raise ZeroDivisionError("scores divided by zero")
+
+
+def test_time_per_plugin_and_ignored_failures_in_json_and_text(
+    catalog: PluginCatalog,
+) -> None:
+    merged = catalog.merged(PluginCatalog.from_classes({"BrokenScore": _BrokenScore}))
+    config = load_config(
+        {
+            **DEFAULT_CONFIG,
+            "profiles": [
+                {
+                    "schedulerName": "pluggable-scheduler",
+                    "plugins": {"score": {"enabled": [{"name": "BrokenScore"}]}},
+                    "pluggableScheduler": {"failurePolicy": {"BrokenScore": "Ignore"}},
+                }
+            ],
+        }
+    )
+    result = explain(load_cluster_file(CLUSTER), load_pod_file(POD), config, merged)
+    assert result.node in TIED  # the broken plugin had no say
+    times = {(t.point, t.plugin): t.seconds for t in result.plugin_times}
+    assert times[("Filter", "NodeResourcesFit")] > 0
+    assert ("Score", "BrokenScore") in times
+    assert [t.seconds for t in result.plugin_times] == sorted(times.values(), reverse=True)
+    data = result.to_json()
+    assert data["ignored_failures"] == [
+        {
+            "extension_point": "Score",
+            "plugin": "BrokenScore",
+            "reason": "error",
+            "message": "running Score plugin 'BrokenScore': ZeroDivisionError: "
+            "scores divided by zero",
+        }
+    ]
+    assert {"extension_point", "plugin", "seconds"} == set(data["plugin_times"][0])
+    assert next(p for p in data["score_plugins"] if p["name"] == "BrokenScore")["skipped"]
+    text = render_text(result)
+    assert "Left out of this decision (failurePolicy Ignore):" in text
+    assert "  BrokenScore at Score (error): running Score plugin 'BrokenScore'" in text
+    assert "Time per plugin in this cycle (" in text
+    assert "PLUGIN" in text and "SHARE" in text
