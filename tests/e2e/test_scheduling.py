@@ -67,11 +67,14 @@ async def test_unschedulable_pod_reports_then_binds_when_a_node_fits(
     message = event["note"]
     assert message in (
         "0/1 nodes are available: 1 Insufficient cpu.",
+        # 2 cpu on a 1-cpu node: more than the node has at all, which kube 1.36
+        # makes UnschedulableAndUnresolvable (InsufficientResource.Unresolvable).
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-        "1 No preemption victims found for incoming pod.",
-        # kube 1.36's default profile: DynamicResources' PostFilter verdict comes first.
+        "1 Preemption is not helpful for scheduling.",
+        # kube 1.36's default profile: DynamicResources' PostFilter verdict comes first
+        # (kube-scheduler 1.36.3's text for the same objects).
         "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: "
-        "0/1 nodes are available: 1 No preemption victims found for incoming pod.",
+        "0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
     )
     assert event["type"] == "Warning"
     assert event["action"] == "Scheduling"

@@ -192,11 +192,12 @@ async def harness() -> AsyncIterator[Harness]:
 
 def kube_messages(nodes: int, reason: str) -> tuple[str, str, str]:
     """kube-scheduler's FailedScheduling text: alone, with DefaultPreemption's part, and
-    with DynamicResources' PostFilter verdict before it (kube 1.36's default profile)."""
+    with DynamicResources' PostFilter verdict before it (kube 1.36's default profile),
+    for a pod asking more than any node has at all (kube 1.36: unresolvable)."""
     base = f"0/{nodes} nodes are available: {nodes} {reason}."
     preemption = (
-        f"preemption: 0/{nodes} nodes are available: {nodes} No preemption victims found "
-        "for incoming pod."
+        f"preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful "
+        "for scheduling."
     )
     return base, f"{base} {preemption}", f"{base} no new claims to deallocate, {preemption}"
 

@@ -162,13 +162,24 @@ def test_filter_ignored_extended_resources(args: dict[str, Any], fits: bool) -> 
     assert reasons == [[]] if fits else [[f"Insufficient {EXT}"]]
 
 
-def test_filter_result_code_is_unschedulable() -> None:
-    table = make_table([make_node("n", cpu="1", memory="1Gi")])
+def test_filter_result_code_is_unresolvable_beyond_allocatable() -> None:
+    """kube 1.36 (InsufficientResource.Unresolvable): more than the node has at all
+    is UnschedulableAndUnresolvable; more than is free, merely Unschedulable."""
+    busy = make_pod("busy", node_name="full", requests=[{"cpu": "500m"}])
+    table = make_table(
+        [make_node("small", cpu="1", memory="1Gi"), make_node("full", cpu="4", memory="1Gi")],
+        [busy],
+    )
     plugin = NodeResourcesFit(None, FakeHandle(table))
-    state, info = new_state(), pod_info(requests=[{"cpu": "2"}])
-    plugin.pre_filter(state, info, table.all_nodes())
-    result = plugin.filter(state, info, table.all_nodes())
-    assert result.codes.tolist() == [Code.UNSCHEDULABLE]
+    for cpu, codes in (
+        ("2", [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.SUCCESS]),
+        ("3700m", [Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE]),
+    ):
+        state, info = new_state(), pod_info(requests=[{"cpu": cpu}])
+        plugin.pre_filter(state, info, table.all_nodes())
+        result = plugin.filter(state, info, table.all_nodes())
+        assert result.codes.tolist() == codes
+        assert result.reasons_at(0) == ["Insufficient cpu"]
 
 
 def _nodes(*specs: tuple[str, str, str]) -> list[dict[str, Any]]:

@@ -247,8 +247,8 @@ class NodeResourcesFit(Plugin):
             (request.ephemeral_storage, EPHEMERAL_STORAGE, "Insufficient ephemeral-storage"),
         ):
             if amount > 0:
-                free = allocatable[:, col].take(rows) - requested[:, col].take(rows)
-                result.reject(amount > free, reason)
+                offered = allocatable[:, col].take(rows)
+                _reject(result, amount, offered, offered - requested[:, col].take(rows), reason)
         resolver: DeviceClassResolver | None = None
         for name, amount in request.scalars:
             if self._ignored(name):
@@ -263,14 +263,17 @@ class NodeResourcesFit(Plugin):
             if col_or_none is None:
                 if delegated:
                     continue  # no node has any: DynamicResources decides everywhere
-                # No node has ever offered it: every candidate lacks it.
-                insufficient = np.ones(len(rows), dtype=np.bool_)
-            else:
-                offered = allocatable[:, col_or_none].take(rows)
-                insufficient = amount > offered - requested[:, col_or_none].take(rows)
-                if delegated:
-                    insufficient &= offered > 0
-            result.reject(insufficient, f"Insufficient {name}")
+                # No node has ever offered it: every candidate lacks it, for good.
+                result.reject_unresolvable(
+                    np.ones(len(rows), dtype=np.bool_), f"Insufficient {name}"
+                )
+                continue
+            offered = allocatable[:, col_or_none].take(rows)
+            free = offered - requested[:, col_or_none].take(rows)
+            if delegated:
+                # Where the node has none, DynamicResources allocates devices instead.
+                free = np.where(offered > 0, free, amount)
+            _reject(result, amount, offered, free, f"Insufficient {name}")
         return result
 
     # -- score ----------------------------------------------------------------------
@@ -336,6 +339,23 @@ class NodeResourcesFit(Plugin):
                 _device_class_changed,
             ),
         ]
+
+
+def _reject(
+    result: FilterResult, amount: int, offered: IntArray, free: IntArray, reason: str
+) -> None:
+    """Reject where ``amount`` exceeds what is free; for good where it exceeds the node.
+
+    kube 1.36's InsufficientResource.Unresolvable: a request larger than the
+    node's allocatable cannot be met by preempting anything, so the node is
+    UnschedulableAndUnresolvable and preemption does not consider it.
+    """
+    insufficient = amount > free
+    if not insufficient.any():
+        return
+    beyond = insufficient & (amount > offered)
+    result.reject(insufficient & ~beyond, reason)
+    result.reject_unresolvable(beyond, reason)
 
 
 def _count_dra_devices(
