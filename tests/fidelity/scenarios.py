@@ -1883,11 +1883,6 @@ def _dra_unavailable_claim() -> Scenario:
                 with_resource_claims("shared-and-extra", "shared", "extra"), expect="unschedulable"
             ),
         ],
-        known_difference=(
-            "DynamicResources Filter: a node where an allocated claim is unavailable and the "
-            "other claims cannot be allocated either (dru-4) is 'resourceclaim not available "
-            "on the node' for us, 'cannot allocate all claims' for kube"
-        ),
     )
 
 

@@ -400,13 +400,18 @@ class DynamicResources(Plugin):
             if data.num_user == 0:
                 # Device plugins cover everything there: nothing to allocate.
                 open_ &= need.any(axis=1) if need is not None else False
+        # kube collects the claims unusable on a node, runs the allocator there
+        # anyway, and says "not available" only where the allocation succeeded
+        # (or there was nothing to allocate): that is also where PostFilter
+        # may free such a claim.
         unavailable = np.zeros(len(nodes), dtype=np.bool_)
+        claim_misses: list[tuple[int, BoolArray]] = []
         for index, selector in enumerate(data.available_on):
             if selector is None:
                 continue
             misses = ~selector_mask(selector, nodes) & open_
             if misses.any():
-                data.unavailable.add(index)
+                claim_misses.append((index, misses))
                 unavailable |= misses
         for index, claim in enumerate(data.claims):
             if allocation(claim) is None or not has_binding_conditions((claim,)):
@@ -419,15 +424,12 @@ class DynamicResources(Plugin):
                 blocked = True
             if blocked and open_.any():
                 # Its devices never became ready: PostFilter may deallocate it.
-                data.unavailable.add(index)
+                claim_misses.append((index, open_.copy()))
                 unavailable |= open_
-        if unavailable.any():
-            result.reject(unavailable, MSG_NOT_AVAILABLE, UNRESOLVABLE)
         allocator = data.allocator
         if allocator is None:
-            return result
-        candidates = open_ & ~unavailable
-        groups = self._claim_groups(data, pod, need, candidates)
+            return self._reject_unavailable(result, data, unavailable, claim_misses)
+        groups = self._claim_groups(data, pod, need, open_)
         table = nodes.table
         names = table.names
         rows = nodes.rows.tolist()
@@ -476,6 +478,25 @@ class DynamicResources(Plugin):
             result.reject(cannot, MSG_CANNOT_ALLOCATE, UNRESOLVABLE)
         if invalid_pools is not None:
             result.reject(invalid, invalid_pools, UNRESOLVABLE)
+        unavailable &= ~(cannot | invalid)
+        for k in np.flatnonzero(unavailable).tolist():
+            data.node_allocations.pop(names[rows[k]], None)
+            data.node_extended.pop(names[rows[k]], None)
+        return self._reject_unavailable(result, data, unavailable, claim_misses)
+
+    @staticmethod
+    def _reject_unavailable(
+        result: FilterResult,
+        data: _State,
+        unavailable: BoolArray,
+        claim_misses: list[tuple[int, BoolArray]],
+    ) -> FilterResult:
+        """Reject where an allocated claim cannot be used; remember those claims for PostFilter."""
+        if unavailable.any():
+            for index, misses in claim_misses:
+                if (misses & unavailable).any():
+                    data.unavailable.add(index)
+            result.reject(unavailable, MSG_NOT_AVAILABLE, UNRESOLVABLE)
         return result
 
     def _extended_need(
