@@ -475,12 +475,11 @@ def _post_filter(
     if result.node is not None:
         return None
     framework = profile.framework
-    if result.status.code is not Code.UNSCHEDULABLE:
+    # As the daemon (and kube): PostFilter runs on every rejection of a cycle
+    # that saw nodes, UnschedulableAndUnresolvable and PreFilter ones included.
+    if not result.status.is_rejected() or not result.diagnosis.total_nodes:
         why = {
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "preemption cannot help: every rejection "
-            "is UnschedulableAndUnresolvable",
             Code.ERROR: "the attempt failed with an error, PostFilter does not run",
-            Code.PENDING: "the pod waits for something outside the scheduler (Pending)",
         }.get(result.status.code, f"PostFilter does not run on {result.status.code.title}")
         return PostFilterReport(False, why)
     if not framework.post_filter_calls:
