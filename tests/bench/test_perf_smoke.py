@@ -8,6 +8,7 @@ it takes many minutes and is not this test's business).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -236,3 +237,148 @@ def test_tiny_volume_workload_runs_on_ours(tmp_path: Path) -> None:
     outcome = result["schedulers"]["ours"]
     assert "error" not in outcome, outcome
     assert (outcome["expected"], outcome["scheduled"], outcome["incomplete"]) == (20, 20, False)
+
+
+# -- the DRA workloads -------------------------------------------------------------------
+
+
+def test_dra_workloads_match_scheduler_perf() -> None:
+    """dra/performance-config.yaml's sizes: SchedulingWithResourceClaimTemplate's
+    5000pods_500nodes and 2000pods_100nodes (maxClaimsPerNode 10 and 20: the pods
+    fill the cluster), SteadyStateClusterResourceClaimTemplate's empty_500nodes and
+    empty_100nodes (batches of 10 for 10 s), and initClaims through --init-pods."""
+    assert set(workloads.DRA_WORKLOADS) <= set(workloads.DEFAULT_WORKLOADS)
+    full = workloads.build("SchedulingWithResourceClaimTemplate")
+    assert (full.nodes, *(p.count for p in full.phases)) == (500, 2500, 2500)
+    assert full.dra == workloads.DRADriver(devices_per_node=10)
+    assert {p.template for p in full.phases} == {"claim-template"}
+    small = workloads.build("SchedulingWithResourceClaimTemplate", "small")
+    assert (small.nodes, *(p.count for p in small.phases)) == (100, 1000, 1000)
+    assert small.dra is not None and small.dra.devices_per_node == 20
+    steady = workloads.build("SteadyStateClusterResourceClaimTemplate")
+    [phase] = steady.phases
+    assert (steady.nodes, phase.count, phase.steady_seconds) == (500, 10, 10.0)
+    assert phase.measure and steady.dra == workloads.DRADriver(10, init_claims=0)
+    assert workloads.build("SteadyStateClusterResourceClaimTemplate", "small").nodes == 100
+    half = workloads.build("SteadyStateClusterResourceClaimTemplate", init_pods=2500, duration=3)
+    assert half.dra is not None and half.dra.init_claims == 2500
+    assert half.phases[0].steady_seconds == 3
+
+
+def test_dra_objects_are_what_scheduler_perf_creates() -> None:
+    workload = workloads.build("SteadyStateClusterResourceClaimTemplate", nodes=2, init_pods=15)
+    node = next(workloads.nodes(workload))
+    assert node["metadata"]["labels"]["node-with-dra"] == "true"
+    objects = workloads.dra_objects(workload)
+    assert [o["kind"] for o in objects] == [
+        "DeviceClass",
+        "ResourceSlice",
+        "ResourceSlice",
+        "ResourceClaimTemplate",
+    ]
+    device_class, slice_, _, template = objects
+    assert device_class["spec"]["selectors"] == [
+        {"cel": {"expression": 'device.driver == "test-driver.cdi.k8s.io"'}}
+    ]
+    name = workloads.node_name(0)
+    assert slice_["metadata"]["name"] == slice_["spec"]["nodeName"] == name
+    assert slice_["spec"]["pool"] == {"name": name, "generation": 0, "resourceSliceCount": 1}
+    devices = slice_["spec"]["devices"]
+    assert [d["name"] for d in devices] == [f"instance-{i}" for i in range(10)]
+    assert devices[3]["attributes"] == {
+        "model": {"string": "A100"},
+        "family": {"string": "GPU"},
+        "driverVersion": {"version": "1.2.3"},
+        "dra.example.com/numa": {"int": 3},
+    }
+    assert devices[3]["capacity"] == {"memory": {"value": "1Gi"}}
+    assert template["metadata"] == {"name": "test-claim-template", "namespace": "sched-1"}
+    requests = [{"name": "req-0", "exactly": {"deviceClassName": "test-class"}}]
+    assert template["spec"] == {"spec": {"devices": {"requests": requests}}}
+    [pod] = workloads.phase_objects(workload.phases[0], batch=1)[0]
+    assert pod["metadata"]["name"] == workloads.pod_name("measured", 10)  # numbered on
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
+    ]
+    [container] = pod["spec"]["containers"]
+    assert container["resources"] == {"claims": [{"name": "resource"}]}
+    # allocResourceClaims: every claim one distinct device, no node past its 10.
+    claims = workloads.allocated_claims(workload)
+    assert [c["metadata"]["name"] for c in claims] == [f"test-claim-{i}" for i in range(15)]
+    results = [c["status"]["allocation"]["devices"]["results"][0] for c in claims]
+    assert len({(r["pool"], r["device"]) for r in results}) == 15
+    assert {r["pool"] for r in results} == {workloads.node_name(0), workloads.node_name(1)}
+    assert max(sum(r["pool"] == p for r in results) for p in {r["pool"] for r in results}) <= 10
+    selector = claims[0]["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+    assert selector[0]["matchFields"][0]["values"] == [results[0]["pool"]]
+    assert claims == workloads.allocated_claims(workload)  # the same for both schedulers
+    with pytest.raises(ValueError, match="do not fit"):
+        workloads.allocated_claims(
+            workloads.build("SteadyStateClusterResourceClaimTemplate", nodes=1, init_pods=11)
+        )
+
+
+async def test_dra_objects_are_valid_on_the_emulator() -> None:
+    """The emulator validates resource.k8s.io as kube-apiserver does: every DRA
+    object is accepted, its claim controller makes each pod's claim from the
+    template and records it in the pod's status, and the init claims stay allocated."""
+    from scheduler.emulator import EmulatorServer
+
+    for name in workloads.DRA_WORKLOADS:
+        workload = workloads.build(name, nodes=3, init_pods=4, pods=2)
+        server = EmulatorServer(
+            workloads.preloaded_objects(workload), record_requests=False, claim_controller=True
+        )
+        await server.start()
+        api = runner.Api(runner.ApiServer(server.url, Path(os.devnull)), 4)
+        try:
+            await runner.populate(api, workload, 4)
+            for phase in workload.phases:
+                await api.create_groups(workloads.phase_objects(phase), 4)
+            for _ in range(50):  # the controller acts on the emulator's next loop turns
+                pods = (await api.request("GET", "/api/v1/pods"))["items"]
+                if all((p.get("status") or {}).get("resourceClaimStatuses") for p in pods):
+                    break
+                await asyncio.sleep(0.05)
+            claims = await api.request("GET", "/apis/resource.k8s.io/v1/resourceclaims")
+            slices = await api.request("GET", "/apis/resource.k8s.io/v1/resourceslices")
+        finally:
+            await api.close()
+            await server.stop()
+        assert len(slices["items"]) == 3, name
+        by_name = {c["metadata"]["name"]: c for c in claims["items"]}
+        assert len(pods) == sum(p.count for p in workload.phases), name
+        for pod in pods:
+            [status] = pod["status"]["resourceClaimStatuses"]
+            claim = by_name[status["resourceClaimName"]]
+            assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+        allocated = [c for c in by_name.values() if (c.get("status") or {}).get("allocation")]
+        assert len(allocated) == (4 if workload.dra and workload.dra.init_claims else 0), name
+
+
+def test_tiny_dra_workloads_run_on_ours(tmp_path: Path) -> None:
+    """Both DRA workloads end to end against our daemon only, the emulator's claim
+    controller making the claims: every pod placed, and the steady state keeps
+    going past the 26 free devices because deleted pods' claims are deallocated."""
+    out = tmp_path / "report.json"
+    code = cli_main(
+        [
+            "bench",
+            "perf",
+            *("--workload", "dra", "--nodes", "3", "--init-pods", "4", "--pods", "6"),
+            *("--duration", "2", "--schedulers", "ours", "--timeout", "60", "--output", "json"),
+            *("--json-file", str(out), "--workdir", str(tmp_path / "work")),
+        ]
+    )
+    data = json.loads(out.read_text())
+    assert code == 0, data
+    template, steady = data["results"]
+    assert template["params"]["dra"] == {"devices_per_node": 10, "init_claims": 0}
+    outcome = template["schedulers"]["ours"]
+    assert "error" not in outcome, outcome
+    assert (outcome["expected"], outcome["scheduled"], outcome["incomplete"]) == (6, 6, False)
+    assert steady["params"]["dra"] == {"devices_per_node": 10, "init_claims": 4}
+    outcome = steady["schedulers"]["ours"]
+    assert "error" not in outcome, outcome
+    assert outcome["incomplete"] is False
+    assert outcome["scheduled"] > 26, outcome

@@ -32,6 +32,9 @@ TARGET_RATIO = {
     "SchedulingMigratedInTreePVs": 1.5,
     "SchedulingCSIPVs": 1.5,
     "PreemptionPVs": 1.5,
+    # The DRA workloads' target, set when the DynamicResources plugin joined our profile.
+    "SchedulingWithResourceClaimTemplate": 1.5,
+    "SteadyStateClusterResourceClaimTemplate": 1.5,
 }
 DEFAULT_TARGET_RATIO = 0.8
 DECISION_P50_TARGET_MS = 1.0

@@ -12,6 +12,17 @@ same objects, one after the other, in the same invocation.
 Both schedulers run with client QPS/burst raised (5000/5000 by default, as
 scheduler_perf does), JSON on the wire, leader election off and the default
 plugins in one profile named ``perf-scheduler``, which every pod asks for.
+
+The DRA workloads need what scheduler_perf runs in-process for them: the
+ResourceClaim controller, which creates each pod's claim from its template,
+records it in the pod's ``status.resourceClaimStatuses`` (until then neither
+scheduler tries the pod) and, once a pod is gone, deallocates and deletes its
+claim. Against the emulator that is its emulated controller (inside the emulator
+process); against kube-apiserver it is kube-controller-manager's
+``resourceclaim-controller`` with the ``garbage-collector-controller``, at the same client
+QPS as scheduler_perf's (5000). Either way both schedulers get the same
+controller on the same backend, and the controller's CPU is never the
+scheduler's.
 """
 
 from __future__ import annotations
@@ -94,7 +105,11 @@ def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workl
     from scheduler.emulator import EmulatorServer
 
     async def serve() -> None:
-        server = EmulatorServer(workloads.preloaded_objects(workload), record_requests=False)
+        server = EmulatorServer(
+            workloads.preloaded_objects(workload),
+            record_requests=False,
+            claim_controller=workload.dra is not None,
+        )
         await server.start()
         conn.send(server.url)
         stop = asyncio.Event()
@@ -116,8 +131,14 @@ def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
     process = ctx.Process(target=_serve_emulator, args=(child, workload), daemon=True)
     process.start()
     try:
-        if not parent.poll(600):
-            raise RuntimeError("the emulator did not start within 600 s")
+        deadline = time.monotonic() + 600
+        while not parent.poll(0.5):  # an emulator that died (an import error) says so at once
+            if not process.is_alive():
+                raise RuntimeError(
+                    f"the emulator exited (code {process.exitcode}) before it started"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError("the emulator did not start within 600 s")
         url = str(parent.recv())
         kubeconfig = write_kubeconfig(workdir / "emulator.kubeconfig", url)
         yield ApiServer(url, Path(kubeconfig), preloaded=True, pid=process.pid)
@@ -130,13 +151,38 @@ def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
             process.join(5)
 
 
+#: kube-controller-manager's controllers a DRA workload needs: claims from templates,
+#: released and deallocated when their pod goes, then deleted with it.
+CLAIM_CONTROLLERS = ("resourceclaim-controller", "garbage-collector-controller")
+#: scheduler_perf's client for its in-process controllers: QPS and burst 5000
+#: (kube-controller-manager's own default, 20, would throttle claim creation).
+CONTROLLER_QPS = 5000
+
+
 @contextlib.contextmanager
 def real_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
-    """etcd + kube-apiserver on loopback (fresh, empty); the harness creates the objects."""
-    del workload
+    """etcd + kube-apiserver on loopback (fresh, empty); the harness creates the objects.
+
+    For a DRA workload kube-controller-manager runs :data:`CLAIM_CONTROLLERS`
+    alongside, for the whole run.
+    """
     from scheduler.testing.controlplane import start_control_plane
 
-    with start_control_plane(workdir=workdir / "controlplane") as plane:
+    with (
+        start_control_plane(workdir=workdir / "controlplane") as plane,
+        contextlib.ExitStack() as stack,
+    ):
+        if workload.dra is not None:
+            stack.enter_context(
+                plane.run_controller_manager(
+                    CLAIM_CONTROLLERS,
+                    verbosity=1,
+                    extra_args=[
+                        f"--kube-api-qps={CONTROLLER_QPS}",
+                        f"--kube-api-burst={CONTROLLER_QPS}",
+                    ],
+                )
+            )
         yield ApiServer(plane.server, plane.kubeconfig, token=plane.token, ca_file=plane.ca_file)
 
 
@@ -203,9 +249,24 @@ class Api:
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
 
+#: Kinds outside the core group: their API group and version, and plural.
+_GROUP_PATHS = {
+    "PriorityClass": ("scheduling.k8s.io/v1", "priorityclasses"),
+    "CSINode": ("storage.k8s.io/v1", "csinodes"),
+    "DeviceClass": ("resource.k8s.io/v1", "deviceclasses"),
+    "ResourceSlice": ("resource.k8s.io/v1", "resourceslices"),
+    "ResourceClaim": ("resource.k8s.io/v1", "resourceclaims"),
+    "ResourceClaimTemplate": ("resource.k8s.io/v1", "resourceclaimtemplates"),
+}
+
+
 def collection_path(obj: dict[str, Any]) -> str:
     kind = obj["kind"]
     namespace = (obj.get("metadata") or {}).get("namespace")
+    if kind in _GROUP_PATHS:
+        group_version, resource = _GROUP_PATHS[kind]
+        where = f"namespaces/{namespace}/" if namespace else ""
+        return f"/apis/{group_version}/{where}{resource}"
     plural = {
         "Pod": "pods",
         "Node": "nodes",
@@ -213,28 +274,24 @@ def collection_path(obj: dict[str, Any]) -> str:
         "Service": "services",
         "PersistentVolumeClaim": "persistentvolumeclaims",
         "PersistentVolume": "persistentvolumes",
-        "PriorityClass": "priorityclasses",
-        "CSINode": "csinodes",
     }[kind]
-    if kind == "PriorityClass":
-        return "/apis/scheduling.k8s.io/v1/priorityclasses"
-    if kind == "CSINode":
-        return "/apis/storage.k8s.io/v1/csinodes"
     if namespace:
         return f"/api/v1/namespaces/{namespace}/{plural}"
     return f"/api/v1/{plural}"
 
 
 async def populate(api: Api, workload: Workload, concurrency: int) -> None:
-    """Namespaces, the PriorityClass, nodes, their CSINodes and already-bound pods
-    (if not preloaded)."""
-    if api.server.preloaded:
-        return
-    await api.create_all([*workloads.namespaces(), workloads.priority_class()], 1)
-    await api.create_all(list(workloads.nodes(workload)), concurrency)
-    await api.create_all(list(workloads.csi_nodes(workload)), concurrency)
-    if workload.bound_pods:
-        await api.create_all(list(workloads.bound_pods(workload)), concurrency)
+    """Namespaces, the PriorityClass, nodes, their CSINodes, the DRA objects and
+    already-bound pods (if not preloaded); then, on every backend, the allocated
+    claims of ``allocResourceClaims`` (a create and a status write each)."""
+    if not api.server.preloaded:
+        await api.create_all([*workloads.namespaces(), workloads.priority_class()], 1)
+        await api.create_all(list(workloads.nodes(workload)), concurrency)
+        await api.create_all(list(workloads.csi_nodes(workload)), concurrency)
+        await api.create_all(workloads.dra_objects(workload), concurrency)
+        if workload.bound_pods:
+            await api.create_all(list(workloads.bound_pods(workload)), concurrency)
+    await api.create_all(workloads.allocated_claims(workload), concurrency)
 
 
 # -- following pods ----------------------------------------------------------------------
@@ -493,6 +550,31 @@ async def _churn(api: Api) -> None:
         await asyncio.sleep(1.0)
 
 
+async def _steady_state(
+    api: Api, tracker: PodTracker, phase: Phase, concurrency: int, created: list[int]
+) -> None:
+    """scheduler_perf's ``createPodsSteadily``: create `phase.count` pods, wait until
+    all are scheduled, delete every pod in the namespace (grace period 0,
+    background propagation, one DeleteCollection) and start over; runs until
+    cancelled. `created` counts the pods created so far."""
+    delete_all = {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "gracePeriodSeconds": 0,
+        "propagationPolicy": "Background",
+    }
+    batch = 0
+    while True:
+        done = tracker.wait_for(phase.namespace, (batch + 1) * phase.count)
+        await api.create_groups(workloads.phase_objects(phase, batch), concurrency)
+        created[0] += phase.count
+        await done.wait()
+        if tracker.error is not None:
+            raise RuntimeError(f"the pod watch failed: {tracker.error}")
+        await api.request("DELETE", f"/api/v1/namespaces/{phase.namespace}/pods", delete_all)
+        batch += 1
+
+
 async def drive(
     server: ApiServer, workload: Workload, proc: SchedulerProcess, options: Options
 ) -> dict[str, Any]:
@@ -525,33 +607,61 @@ async def drive(
             metrics_before = await scrape(proc.metrics_url)
             before = proc_sample(proc.pid)
             start = time.perf_counter()
-            creating = asyncio.create_task(api.create_groups(groups, options.concurrency))
             timed_out = False
-            try:
-                await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
-            except TimeoutError:
-                timed_out = True
-            await creating
+            expected = phase.count
+            window_end: float | None = None  # a steady-state phase counts pods until then
+            if phase.steady_seconds is not None:
+                created = [0]
+                steady = asyncio.create_task(
+                    _steady_state(api, tracker, phase, options.concurrency, created)
+                )
+                finished, _ = await asyncio.wait({steady}, timeout=phase.steady_seconds)
+                window_end = start + phase.steady_seconds
+                if finished:
+                    steady.result()  # it only ends early by failing
+                steady.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await steady
+                expected = created[0]
+            else:
+                creating = asyncio.create_task(api.create_groups(groups, options.concurrency))
+                try:
+                    await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
+                except TimeoutError:
+                    timed_out = True
+                await creating
             end = time.perf_counter()
             after = proc_sample(proc.pid)
             metrics_after = await scrape(proc.metrics_url)
             if tracker.error is not None:
                 raise RuntimeError(f"the pod watch failed: {tracker.error}")
             prefix = f"{phase.namespace}/"
-            bound = {k: t for k, t in tracker.bound.items() if k.startswith(prefix)}
+            bound = {
+                k: t
+                for k, t in tracker.bound.items()
+                if k.startswith(prefix) and (window_end is None or t <= window_end)
+            }
             latencies = [(t - tracker.added[k]) * 1000 for k, t in bound.items()]
             times = list(bound.values())
             overall = len(bound) / (max(times) - start) if times and max(times) > start else None
-            samples = report.throughput_samples(start, times)
+            if window_end is not None:
+                overall = len(bound) / (window_end - start) if bound else None
+            samples = report.throughput_samples(start, times, end=window_end)
             method = "scheduler_perf"
             if not samples and overall is not None:
                 # Too short for two ticks: scheduler_perf would report nothing.
                 samples, method = [overall], "overall (run shorter than scheduler_perf's ticks)"
             result.update(
                 {
-                    "expected": phase.count,
+                    "expected": expected,
                     "scheduled": len(bound),
-                    "incomplete": timed_out or len(bound) < phase.count,
+                    # A steady-state run ends with a batch in flight; upstream fails
+                    # it only when no pod at all got scheduled.
+                    "incomplete": (
+                        not bound
+                        if window_end is not None
+                        else timed_out or len(bound) < phase.count
+                    ),
                     "measured_seconds": end - start,
                     "overall_pods_per_second": overall,
                     "throughput": report.summarize(samples),
@@ -703,6 +813,7 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
             "csi_nodes": (
                 dataclasses.asdict(workload.csi_nodes) if workload.csi_nodes is not None else None
             ),
+            "dra": dataclasses.asdict(workload.dra) if workload.dra is not None else None,
         },
         "schedulers": {},
     }
@@ -735,7 +846,13 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
     return entry
 
 
-def run(names: Sequence[str], scale: str, options: Options, **sizes: int | None) -> dict[str, Any]:
+def run(
+    names: Sequence[str],
+    scale: str,
+    options: Options,
+    duration: float | None = None,
+    **sizes: int | None,
+) -> dict[str, Any]:
     results = []
     with contextlib.ExitStack() as stack:
         if options.workdir is not None:
@@ -744,7 +861,7 @@ def run(names: Sequence[str], scale: str, options: Options, **sizes: int | None)
         else:
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perf-")))
         for name in names:
-            workload = workloads.build(name, scale, **sizes)
+            workload = workloads.build(name, scale, duration=duration, **sizes)
             results.append(run_workload(workload, options, root))
     return {
         "machine": report.machine(),
@@ -770,11 +887,13 @@ def _workload_names(values: Sequence[str]) -> list[str]:
                 names += workloads.DEFAULT_WORKLOADS
             elif part == "volumes":
                 names += workloads.VOLUME_WORKLOADS
+            elif part == "dra":
+                names += workloads.DRA_WORKLOADS
             elif part in workloads.WORKLOAD_NAMES:
                 names.append(part)
             else:
                 raise SystemExit(
-                    f"unknown workload {part!r}; choose from: all, volumes, "
+                    f"unknown workload {part!r}; choose from: all, volumes, dra, "
                     + ", ".join(workloads.WORKLOAD_NAMES)
                 )
     return list(dict.fromkeys(names)) or list(workloads.DEFAULT_WORKLOADS)
@@ -792,12 +911,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="NAME",
         help="workload(s), comma-separated or repeated; 'all' (default) runs every one "
-        "but Memory, 'volumes' the ones with PVs: " + ", ".join(workloads.WORKLOAD_NAMES),
+        "but Memory, 'volumes' the ones with PVs, 'dra' the ones with ResourceClaims: "
+        + ", ".join(workloads.WORKLOAD_NAMES),
     )
     parser.add_argument("--scale", choices=sorted(workloads.SCALES), default="full")
     parser.add_argument("--nodes", type=int, help="override the number of nodes")
-    parser.add_argument("--init-pods", type=int, help="override init (or Memory's bound) pods")
-    parser.add_argument("--pods", type=int, help="override the number of measured pods")
+    parser.add_argument(
+        "--init-pods",
+        type=int,
+        help="override init pods (Memory's bound pods, a steady-state workload's allocated claims)",
+    )
+    parser.add_argument(
+        "--pods",
+        type=int,
+        help="override the number of measured pods (a steady-state workload's batch size)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        help="override a steady-state workload's duration in seconds (upstream: 10)",
+    )
     parser.add_argument("--backend", choices=("emulator", "real"), default="emulator")
     parser.add_argument(
         "--schedulers", default="ours,kube", help="comma-separated: ours, kube (default both)"
@@ -841,6 +974,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         nodes=args.nodes,
         init_pods=args.init_pods,
         pods=args.pods,
+        duration=args.duration,
     )
     text = json.dumps(result, indent=2)
     if args.json_file is not None:

@@ -22,6 +22,16 @@ pre-bound to it, created through the API just before the pod, inside the
 measured window when the phase is measured. Their nodes may carry CSINode
 objects (``nodeAllocatableStrategy``).
 
+The DRA workloads (``dra/performance-config.yaml`` upstream) give every node a
+ResourceSlice of ``test-driver.cdi.k8s.io`` devices (``createResourceDriver``),
+create the DeviceClass ``test-class`` and a ResourceClaimTemplate in each pod
+namespace, and create pods that name the template
+(``pod-with-claim-template.yaml``). Their claims are made by a claim controller
+running beside the API server, as scheduler_perf runs kube's in-process (see
+:mod:`scheduler.bench.perf.runner`). A steady-state phase (``createPods`` with
+``steadyState``) creates ``count`` pods, waits for them to be scheduled, deletes
+them and starts again until its duration is over.
+
 Everything here is plain data, so a workload can cross a process boundary
 (the emulator builds its preloaded objects from it in its own process).
 """
@@ -29,6 +39,7 @@ Everything here is plain data, so a workload can cross a process boundary
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +52,12 @@ AWS_EBS_PLUGIN = "kubernetes.io/aws-ebs"
 MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 VOLUME_SOURCES = ("aws", "csi")  # pv-aws.yaml, pv-csi.yaml
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DEVICE_CLASS = "test-class"
+CLAIM_TEMPLATE = "test-claim-template"
+POD_CLAIM = "resource"  # the pod's spec.resourceClaims[].name in pod-with-claim-template.yaml
+DRA_NODE_LABEL = "node-with-dra"
+STEADY_SECONDS = 10.0  # the steady-state workloads' ``duration: 10s``
 MEASURE_NAMESPACE = "sched-1"
 CHURN_NAMESPACE = "churn"
 NAMESPACES = (INIT_NAMESPACE, MEASURE_NAMESPACE, CHURN_NAMESPACE)
@@ -61,6 +78,24 @@ class Phase:
     # "aws" (pv-aws.yaml) or "csi" (pv-csi.yaml): each pod gets its own PVC
     # (pvc.yaml) and a PV of that source bound to it, created right before it.
     volume: str | None = None
+    # scheduler_perf's ``steadyState: true`` with ``duration``: batches of `count`
+    # pods, each deleted once all of it is scheduled, until this many seconds pass.
+    steady_seconds: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DRADriver:
+    """scheduler_perf's ``createResourceDriver`` (and ``allocResourceClaims``).
+
+    Every node gets one ResourceSlice of driver ``test-driver.cdi.k8s.io`` with
+    ``devices_per_node`` devices (upstream's ``maxClaimsPerNode``). ``init_claims``
+    ResourceClaims (``resourceclaim.yaml``) are created in the init namespace and
+    allocated before the scheduler starts, on random nodes, as ``allocResourceClaims``
+    does: the steady-state workloads' ``initClaims`` (half_*, full_* variants).
+    """
+
+    devices_per_node: int = 10
+    init_claims: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +123,7 @@ class Workload:
     bound_pods: int = 0  # pods that exist already bound before the scheduler starts
     memory_only: bool = False  # measure the scheduler's memory after sync, no scheduling
     csi_nodes: CSINodeTemplate | None = None  # a CSINode object for every node
+    dra: DRADriver | None = None  # a ResourceSlice per node, DeviceClass, claim templates
 
     @property
     def measured(self) -> Phase | None:
@@ -100,9 +136,21 @@ class Workload:
         if self.csi_nodes is not None:
             migrated = ",".join(self.csi_nodes.migrated_plugins) or "none migrated"
             parts.append(f"CSINodes {self.csi_nodes.driver}={self.csi_nodes.count} ({migrated})")
+        if self.dra is not None:
+            parts.append(f"{self.dra.devices_per_node} devices per node")
+            if self.dra.init_claims:
+                parts.append(f"{self.dra.init_claims} allocated claims")
         for phase in self.phases:
-            volume = f" with {phase.volume} PV+PVC" if phase.volume else ""
-            parts.append(f"{phase.count} {phase.name} pods{volume}")
+            extra = f" with {phase.volume} PV+PVC" if phase.volume else ""
+            if phase.template == "claim-template":
+                extra = " with a claim template"
+            if phase.steady_seconds is not None:
+                parts.append(
+                    f"{phase.name} batches of {phase.count} pods{extra} "
+                    f"for {phase.steady_seconds:g} s (steady state)"
+                )
+            else:
+                parts.append(f"{phase.count} {phase.name} pods{extra}")
         if self.churn:
             parts.append("churn 1/s")
         return ", ".join(parts)
@@ -238,6 +286,42 @@ def _preemption_pvs(nodes: int, init: int, measure: int) -> Workload:
     )
 
 
+def _claim_template(nodes: int, init: int, measure: int) -> Workload:
+    # Upstream sizes maxClaimsPerNode so that the pods fill the cluster exactly
+    # (10 per node, 20 for 2000pods_100nodes); never fewer than its 10.
+    devices = max(10, -(-(init + measure) // max(nodes, 1)))
+    return Workload(
+        "SchedulingWithResourceClaimTemplate",
+        nodes,
+        (
+            Phase("init", init, "claim-template", INIT_NAMESPACE),
+            Phase("measured", measure, "claim-template", MEASURE_NAMESPACE, measure=True),
+        ),
+        dra=DRADriver(devices_per_node=devices),
+    )
+
+
+def _steady_claim_template(
+    nodes: int, init: int, measure: int, duration: float = STEADY_SECONDS
+) -> Workload:
+    # "init" is upstream's initClaims (allocated up front), "measure" the batch size.
+    return Workload(
+        "SteadyStateClusterResourceClaimTemplate",
+        nodes,
+        (
+            Phase(
+                "measured",
+                measure,
+                "claim-template",
+                MEASURE_NAMESPACE,
+                measure=True,
+                steady_seconds=duration,
+            ),
+        ),
+        dra=DRADriver(devices_per_node=10, init_claims=init),
+    )
+
+
 _BUILDERS = {
     "SchedulingBasic": _basic,
     "SchedulingPodAntiAffinity": _anti_affinity,
@@ -251,6 +335,8 @@ _BUILDERS = {
     "SchedulingMigratedInTreePVs": _migrated_in_tree_pvs,
     "SchedulingCSIPVs": _csi_pvs,
     "PreemptionPVs": _preemption_pvs,
+    "SchedulingWithResourceClaimTemplate": _claim_template,
+    "SteadyStateClusterResourceClaimTemplate": _steady_claim_template,
 }
 VOLUME_WORKLOADS: tuple[str, ...] = (
     "SchedulingInTreePVs",
@@ -258,10 +344,19 @@ VOLUME_WORKLOADS: tuple[str, ...] = (
     "SchedulingCSIPVs",
     "PreemptionPVs",
 )
+DRA_WORKLOADS: tuple[str, ...] = (
+    "SchedulingWithResourceClaimTemplate",
+    "SteadyStateClusterResourceClaimTemplate",
+)
 
 # (nodes, init pods, measured pods) per scale. "full" is scheduler_perf's
 # 5000Nodes variant (PreemptionBasic has only a 500Nodes one upstream);
 # "small" its 500Nodes variant. Memory's "init" is the number of bound pods.
+# The DRA workloads have no 5000-node variants upstream: "full" is the one
+# labelled ``performance`` there (5000pods_500nodes, empty_500nodes), "small"
+# the smallest besides the 2-node integration tests (2000pods_100nodes,
+# empty_100nodes). For SteadyStateClusterResourceClaimTemplate "init" is
+# initClaims (0: the "empty" variants) and "measured" the batch size (10).
 SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
     "full": {
         "SchedulingBasic": (5000, 1000, 10000),
@@ -276,6 +371,8 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "SchedulingMigratedInTreePVs": (5000, 5000, 1000),
         "SchedulingCSIPVs": (5000, 5000, 1000),
         "PreemptionPVs": (1000, 4000, 1000),
+        "SchedulingWithResourceClaimTemplate": (500, 2500, 2500),
+        "SteadyStateClusterResourceClaimTemplate": (500, 0, 10),
     },
     "small": {
         "SchedulingBasic": (500, 500, 1000),
@@ -290,6 +387,8 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "SchedulingMigratedInTreePVs": (500, 500, 1000),
         "SchedulingCSIPVs": (500, 500, 1000),
         "PreemptionPVs": (1000, 4000, 1000),
+        "SchedulingWithResourceClaimTemplate": (100, 1000, 1000),
+        "SteadyStateClusterResourceClaimTemplate": (100, 0, 10),
     },
 }
 
@@ -305,14 +404,19 @@ def build(
     nodes: int | None = None,
     init_pods: int | None = None,
     pods: int | None = None,
+    duration: float | None = None,
 ) -> Workload:
-    """The workload `name` at `scale`, with optional overrides of its sizes."""
+    """The workload `name` at `scale`, with optional overrides of its sizes (and of
+    the steady-state workloads' duration)."""
     default_nodes, default_init, default_pods = SCALES[scale][name]
-    return _BUILDERS[name](
+    sizes = (
         default_nodes if nodes is None else nodes,
         default_init if init_pods is None else init_pods,
         default_pods if pods is None else pods,
     )
+    if name == "SteadyStateClusterResourceClaimTemplate" and duration is not None:
+        return _steady_claim_template(*sizes, duration=duration)
+    return _BUILDERS[name](*sizes)
 
 
 # -- objects ---------------------------------------------------------------------------
@@ -322,12 +426,18 @@ def node_name(i: int) -> str:
     return f"perf-node-{i:05d}"
 
 
-def node(i: int, zones: tuple[str, ...] = (), name: str | None = None) -> Obj:
-    """``node-default.yaml``: 4 cpu, 32Gi, 110 pods, Ready."""
+def node(i: int, zones: tuple[str, ...] = (), name: str | None = None, dra: bool = False) -> Obj:
+    """``node-default.yaml``: 4 cpu, 32Gi, 110 pods, Ready.
+
+    With `dra`, ``node-with-dra-test-driver.yaml``: the same capacity, labelled
+    ``node-with-dra: "true"``.
+    """
     name = name or node_name(i)
     labels = {"kubernetes.io/hostname": name}
     if zones:
         labels["topology.kubernetes.io/zone"] = zones[i % len(zones)]
+    if dra:
+        labels[DRA_NODE_LABEL] = "true"
     capacity = {"pods": "110", "cpu": "4", "memory": "32Gi"}
     return {
         "apiVersion": "v1",
@@ -420,9 +530,18 @@ def pod(
         cpu = "3000m" if template == "high-priority" else "9"
         spec["priority"] = HIGH_PRIORITY
         spec["priorityClassName"] = HIGH_PRIORITY_CLASS
+    elif template == "claim-template":  # pod-with-claim-template.yaml: no requests, no ports
+        spec["containers"] = [
+            {
+                "image": "registry.k8s.io/pause:3.10.1",
+                "name": "pause",
+                "resources": {"claims": [{"name": POD_CLAIM}]},
+            }
+        ]
+        spec["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimTemplateName": CLAIM_TEMPLATE}]
     elif template != "default":  # the default template adds nothing
         raise ValueError(f"unknown pod template {template!r}")
-    spec["containers"] = [_container(cpu, limits=template != "high-priority-large-cpu")]
+    spec.setdefault("containers", [_container(cpu, limits=template != "high-priority-large-cpu")])
     if claim is not None:
         spec["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
     if node is not None:
@@ -452,7 +571,7 @@ def priority_class() -> Obj:
 
 def nodes(workload: Workload) -> Iterator[Obj]:
     for i in range(workload.nodes):
-        yield node(i, workload.zones)
+        yield node(i, workload.zones, dra=workload.dra is not None)
 
 
 def csi_node(name: str, template: CSINodeTemplate) -> Obj:
@@ -481,6 +600,134 @@ def csi_nodes(workload: Workload) -> Iterator[Obj]:
         return
     for i in range(workload.nodes):
         yield csi_node(node_name(i), workload.csi_nodes)
+
+
+# -- DRA ---------------------------------------------------------------------------------
+
+
+def device_class() -> Obj:
+    """``templates/deviceclass.yaml``: every device of the test driver."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DEVICE_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+
+
+def resource_slice(node: str, devices: int) -> Obj:
+    """What ``createResourceDriver``'s ``resourceSlice()`` makes for `node`: one
+    slice, named and pooled after the node, ``instance-<i>`` devices with the
+    same four attributes and 1Gi of memory each."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(devices)
+            ],
+        },
+    }
+
+
+def _device_requests() -> Obj:
+    return {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DEVICE_CLASS}}]}
+
+
+def resource_claim_template(namespace: str) -> Obj:
+    """``templates/resourceclaimtemplate.yaml``: one device of ``test-class``."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": CLAIM_TEMPLATE, "namespace": namespace},
+        "spec": {"spec": {"devices": _device_requests()}},
+    }
+
+
+def dra_objects(workload: Workload) -> list[Obj]:
+    """What the DRA ops create before any pod: the DeviceClass, a ResourceSlice per
+    node and the claim template in every namespace a phase creates pods in."""
+    if workload.dra is None:
+        return []
+    namespaces = dict.fromkeys(p.namespace for p in workload.phases)
+    return [
+        device_class(),
+        *(
+            resource_slice(node_name(i), workload.dra.devices_per_node)
+            for i in range(workload.nodes)
+        ),
+        *(resource_claim_template(n) for n in namespaces),
+    ]
+
+
+def allocated_claims(workload: Workload, seed: int = 0) -> list[Obj]:
+    """``createAny resourceclaim.yaml`` + ``allocResourceClaims``: ``test-claim-<i>``
+    in the init namespace, each allocated (status written after the create) one
+    device on a node picked at random among those with a device left, as
+    upstream's allocator, trying nodes in shuffled order, ends up doing. Not
+    reserved for anyone; no finalizer, as upstream writes them."""
+    if workload.dra is None or not workload.dra.init_claims:
+        return []
+    per_node = workload.dra.devices_per_node
+    if workload.dra.init_claims > workload.nodes * per_node:
+        raise ValueError(
+            f"{workload.dra.init_claims} claims do not fit {workload.nodes} nodes "
+            f"of {per_node} devices"
+        )
+    rng = random.Random(seed)
+    used = [0] * workload.nodes
+    free = list(range(workload.nodes))
+    claims: list[Obj] = []
+    for i in range(workload.dra.init_claims):
+        slot = rng.randrange(len(free))
+        index = free[slot]
+        device = used[index]
+        used[index] += 1
+        if used[index] == per_node:
+            free[slot] = free[-1]
+            free.pop()
+        node = node_name(index)
+        allocation = {
+            "devices": {
+                "results": [
+                    {
+                        "request": "req-0",
+                        "driver": DRA_DRIVER,
+                        "pool": node,
+                        "device": f"instance-{device}",
+                    }
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+        }
+        claims.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"test-claim-{i}", "namespace": INIT_NAMESPACE},
+                "spec": {"devices": _device_requests()},
+                "status": {"allocation": allocation},
+            }
+        )
+    return claims
 
 
 def claim_name(i: int) -> str:
@@ -545,16 +792,17 @@ def persistent_volume(source: str, namespace: str, i: int) -> Obj:
     }
 
 
-def phase_objects(phase: Phase) -> list[list[Obj]]:
+def phase_objects(phase: Phase, batch: int = 0) -> list[list[Obj]]:
     """What a phase creates, one group per pod, each group created in order.
 
     A volume phase's group is upstream's order: the PVC first (the PV refers
     to it), then the PV, then the pod. Objects of kinds in
     ``STATUS_UPDATE_KINDS`` get their status written again after the create,
-    since creating resets it.
+    since creating resets it. A steady-state phase creates `count` pods per
+    `batch`, numbered on from the batches before it.
     """
     groups: list[list[Obj]] = []
-    for i in range(phase.count):
+    for i in range(batch * phase.count, (batch + 1) * phase.count):
         name = pod_name(phase.name, i)
         if phase.volume is None:
             groups.append([pod(phase.template, name, phase.namespace)])
@@ -569,7 +817,7 @@ def phase_objects(phase: Phase) -> list[list[Obj]]:
     return groups
 
 
-STATUS_UPDATE_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume"})
+STATUS_UPDATE_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "ResourceClaim"})
 
 
 def bound_pods(workload: Workload) -> Iterator[Obj]:
@@ -585,6 +833,7 @@ def preloaded_objects(workload: Workload) -> list[Obj]:
         priority_class(),
         *nodes(workload),
         *csi_nodes(workload),
+        *dra_objects(workload),
         *bound_pods(workload),
     ]
 
