@@ -176,6 +176,12 @@ class Watchdog:
         self._async.pop(id(running), None)
         self._warned.discard(id(running))
 
+    def over_budget(self, now: float | None = None) -> list[Running]:
+        """Watched calls running past their budget right now."""
+        now = time.perf_counter() if now is None else now
+        calls = [self.current, *list(self._async.values())]
+        return [r for r in calls if r is not None and now - r[2] > r[0].budget]
+
     def check(self, now: float | None = None) -> None:
         """Report every watched call past its budget that was not reported yet."""
         now = time.perf_counter() if now is None else now

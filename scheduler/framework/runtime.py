@@ -89,10 +89,15 @@ IGNORABLE_HOOKS: Final = frozenset(
 )
 
 SLOW_CYCLE_SECONDS: Final = 0.01
-"""A cycle this long caps throughput near 100 pods/s: only then is a plugin's
-share of it worth a warning."""
+"""Cycles this long on average cap throughput near 100 pods/s: only then is a
+plugin's share of them worth a warning."""
 SLOW_PLUGIN_SHARE: Final = 0.5
-"""A plugin taking more than this share of such a cycle is named in a warning."""
+"""A plugin taking more than this share of such cycles is named in a warning."""
+SLOW_WINDOW_CYCLES: Final = 20
+SLOW_WINDOW_SECONDS: Final = 2.0
+"""Shares are judged over a window of this many cycles or this much cycle time,
+whichever comes first: one cycle is too noisy (the process descheduled, a
+garbage collection, both charged to whichever plugin was running)."""
 SLOW_PLUGIN_WARN_EVERY: Final = 60.0
 """Seconds between two slow-plugin warnings about the same plugin of a profile."""
 
@@ -118,6 +123,8 @@ class FrameworkRecorder(Protocol):
 
     def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None: ...
 
+    def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None: ...
+
 
 class NullRecorder:
     def plugin_duration(self, point: str, plugin: str, code: Code, seconds: float) -> None:
@@ -142,6 +149,9 @@ class NullRecorder:
         pass
 
     def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None:
+        pass
+
+    def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
         pass
 
 
@@ -268,6 +278,9 @@ class Framework:
         #: Abandoned async calls still running, by call slot.
         self._abandoned: list[int] = []
         self._slow_warned: dict[str, float] = {}
+        self._window_mark: list[float] = []
+        self._window_cycles = 0
+        self._window_seconds = 0.0
 
         def calls(point: ExtensionPoint, hook: str) -> list[PluginCall]:
             return self._calls(hook, order.get(point, []))
@@ -290,7 +303,9 @@ class Framework:
         self.bind_calls = calls(ExtensionPoint.BIND, "bind")
         self.post_bind_calls = calls(ExtensionPoint.POST_BIND, "post_bind")
         self._cycle_mark = list(self.call_seconds)
+        self._window_mark = list(self.call_seconds)
         self.recorder.plugin_times(self.call_labels, self.call_seconds)
+        self.recorder.stuck_calls(self.stuck_calls)
         for name in self.plugins:
             self.recorder.circuit_open(name, False)
         WATCHDOG.ensure_started()
@@ -345,6 +360,18 @@ class Framework:
                 return float(declared)
         return budget
 
+    def stuck_calls(self) -> list[tuple[str, str]]:
+        """(point, plugin) of this profile's calls running past their budget right now.
+
+        Read when metrics are scraped, from whatever thread serves them: a
+        call that never returns is visible without waiting for it.
+        """
+        return [
+            (call.point, call.plugin)
+            for call, _, _ in WATCHDOG.over_budget()
+            if call.profile == self.profile_name
+        ]
+
     def permit_max_wait(self, plugin: str) -> float:
         """Longest wait ``plugin``'s Permit may ask for."""
         return self.timeouts.budget("permit_max_wait", plugin)
@@ -370,30 +397,43 @@ class Framework:
         return out
 
     def end_cycle(self, pod: PodInfo, seconds: float) -> None:
-        """Close a scheduling cycle of ``seconds``: warn when one plugin took most of it.
+        """Close a scheduling cycle of ``seconds``; now and then, name a plugin that slows them.
 
-        Rate-limited per plugin: a plugin that is slow for every pod is named
+        Judged over a window of cycles (:data:`SLOW_WINDOW_CYCLES`), and
+        rate-limited per plugin: a plugin that is slow for every pod is named
         once a minute, not once a pod.
         """
-        if seconds < SLOW_CYCLE_SECONDS:
+        self._window_cycles += 1
+        self._window_seconds += seconds
+        if self._window_cycles < SLOW_WINDOW_CYCLES and self._window_seconds < SLOW_WINDOW_SECONDS:
             return
-        cycle = self._cycle_seconds()
-        worst = max(cycle, default=0.0)
-        if worst <= SLOW_PLUGIN_SHARE * seconds:
+        cycles, total = self._window_cycles, self._window_seconds
+        spent = [now - then for now, then in zip(self.call_seconds, self._window_mark, strict=True)]
+        self._window_mark = list(self.call_seconds)
+        self._window_cycles, self._window_seconds = 0, 0.0
+        average = total / cycles
+        if average < SLOW_CYCLE_SECONDS:
             return
-        point, plugin = self.call_labels[cycle.index(worst)]
+        by_plugin: dict[str, float] = {}
+        for (_, plugin), seconds_spent in zip(self.call_labels, spent, strict=True):
+            by_plugin[plugin] = by_plugin.get(plugin, 0.0) + seconds_spent
+        plugin, worst = max(by_plugin.items(), key=lambda item: item[1], default=("", 0.0))
+        if worst <= SLOW_PLUGIN_SHARE * total:
+            return
         now = time.monotonic()
         if now - self._slow_warned.get(plugin, -math.inf) < SLOW_PLUGIN_WARN_EVERY:
             return
         self._slow_warned[plugin] = now
+        labels = zip(self.call_labels, spent, strict=True)
+        points = sorted({point for (point, name), t in labels if name == plugin and t})
         log.warning(
-            f"plugin {plugin} took {worst / seconds:.0%} of a scheduling cycle "
-            f"({worst * 1000:.0f} ms of {seconds * 1000:.0f} ms, at {point}); "
-            f"at this pace the profile schedules at most {1 / seconds:.0f} pods/s",
+            f"plugin {plugin} took {worst / total:.0%} of the last {cycles} scheduling cycles "
+            f"({worst / cycles * 1000:.1f} ms of {average * 1000:.1f} ms per cycle, at "
+            f"{', '.join(points)}); at this pace the profile schedules at most "
+            f"{1 / average:.0f} pods/s",
             plugin=plugin,
-            extension_point=point,
             profile=self.profile_name,
-            pod=pod.key,
+            last_pod=pod.key,
         )
 
     # -- guarded invocation -----------------------------------------------------

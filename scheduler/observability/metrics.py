@@ -20,12 +20,12 @@ observation itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Literal, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
-from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
 from scheduler.api.status import Code
@@ -290,6 +290,8 @@ class SchedulerMetrics:
         )
         self.plugin_times = _PluginTimes()
         reg.register(self.plugin_times)
+        self.stuck_calls = _StuckCalls()
+        reg.register(self.stuck_calls)
         self.leader = Gauge(
             "scheduler_leader",
             "1 while this instance holds the leader lease (or runs without leader "
@@ -488,6 +490,10 @@ class ProfileRecorder:
         """Export a framework's running per-call totals (read at scrape time)."""
         self._metrics.plugin_times.add(self.profile, labels, seconds)
 
+    def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
+        """Export the (point, plugin) of calls running past their budget, at scrape time."""
+        self._metrics.stuck_calls.add(self.profile, source)
+
     def warm(self, points: Iterable[tuple[str, str]]) -> None:
         """Pre-resolve the Success series of known (point, plugin) pairs.
 
@@ -540,5 +546,43 @@ class _PluginTimes:
             "Seconds spent in each plugin at each extension point, every call counted "
             "(scheduler_plugin_execution_duration_seconds samples 10 % of cycles); its "
             "rate is the share of a core the plugin takes (not in kube-scheduler).",
+            labels=["plugin", "extension_point", "profile"],
+        )
+
+
+class _StuckCalls:
+    """``scheduler_plugin_calls_over_budget``: calls running past their budget *now*.
+
+    The overrun counter moves only when a call returns; a call that never
+    does would not show at all. This gauge asks the frameworks at scrape
+    time (the watchdog's view), so a stuck plugin is named while it is stuck.
+    """
+
+    def __init__(self) -> None:
+        self._sources: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = []
+
+    def add(self, profile: str, source: Callable[[], list[tuple[str, str]]]) -> None:
+        self._sources.append((profile, source))
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        counts: dict[tuple[str, str, str], int] = {}
+        for profile, source in list(self._sources):
+            for point, plugin in source():
+                key = (plugin, point, profile)
+                counts[key] = counts.get(key, 0) + 1
+        for key, count in counts.items():
+            family.add_metric(list(key), count)
+        yield family
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "scheduler_plugin_calls_over_budget",
+            "Plugin calls running past their budget right now, synchronous ones "
+            "included (not in kube-scheduler).",
             labels=["plugin", "extension_point", "profile"],
         )

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import sys
 import time
+from pathlib import Path
 
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_prebind_swallowing_cancellation_cannot_hold_the_only_binding_slot(
@@ -101,3 +109,71 @@ async def test_score_plugin_that_raises_under_ignore_does_not_stop_pods_binding(
     assert str(opened[0]["note"]).startswith(
         f"plugin BrokenScore is out of profile {cluster.scheduler_name} for 30s"
     )
+
+
+DAEMON_WITH_TEST_PLUGINS = """
+import asyncio, json, sys
+from scheduler.config.loading import load_config
+from scheduler.engine.daemon import Daemon
+from scheduler.kube.client import KubeClient
+from tests.e2e.plugins import catalog_with_test_plugins
+
+async def main() -> int:
+    config = load_config(json.loads(open(sys.argv[1]).read()))
+    client = await KubeClient.from_kubeconfig(sys.argv[2], qps=0, burst=100)
+    daemon = Daemon(config, catalog_with_test_plugins(), client, serve_health=False)
+    try:
+        return await daemon.run()
+    finally:
+        await client.close()
+
+sys.exit(asyncio.run(main()))
+"""
+
+
+async def test_sigterm_ends_a_process_whose_prebind_never_ends(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """``asyncio.run`` awaits every task it knows at exit: abandoned hooks must not be known."""
+    await cluster.create_node("n1")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"preBind": {"enabled": [{"name": "StubbornPreBind"}]}},
+    }
+    config = scheduler_config(
+        [profile],
+        pluggableScheduler={"serverAddress": "127.0.0.1:0", "timeouts": {"preBind": "200ms"}},
+    )
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(config))
+    script = tmp_path / "daemon.py"
+    script.write_text(DAEMON_WITH_TEST_PLUGINS)
+    log_file = tmp_path / "daemon.log"
+    root = ROOT
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    with log_file.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            str(config_file),
+            str(cluster.backend.kubeconfig),
+            stdout=log,
+            stderr=log,
+            cwd=root,
+            env=env,
+        )
+        try:
+            await cluster.create_pod("stubborn", labels={"stubborn": "yes"})
+            event = await cluster.wait_event("stubborn", "FailedScheduling", within=30)
+            assert "timed out after 0.2s" in event["note"]
+            await cluster.create_pod("fine")
+            await cluster.wait_bound(["fine"], within=30)
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), 20)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    output = log_file.read_text()
+    assert code == 0, output[-3000:]
+    assert "abandoned PreBind plugin StubbornPreBind on pod" in output

@@ -42,6 +42,7 @@ def exercise(m: SchedulerMetrics) -> None:
     rec.circuit_open("Broken", True)
     rec.abandoned_call("PreBind", "Stubborn", 1)
     rec.plugin_times([("Filter", "NodeResourcesFit")], [0.25])
+    rec.stuck_calls(lambda: [("Filter", "Stuck")])
     m.preemption_attempt(victims=2)
     m.pod_scheduled(attempts=1, seconds_since_queued=0.5)
     m.queue_incoming("active", "PodAdd")
@@ -97,6 +98,7 @@ EXPECTED = {
         {"plugin", "extension_point", "profile"},
     ),
     "scheduler_plugin_duration_seconds": ("counter", {"plugin", "extension_point", "profile"}),
+    "scheduler_plugin_calls_over_budget": ("gauge", {"plugin", "extension_point", "profile"}),
     "scheduler_leader": ("gauge", set()),
 }
 
