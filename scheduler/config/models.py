@@ -229,12 +229,12 @@ def _override(point: str) -> Any:
     return Field(
         default=None,
         gt=0,
-        description=f"Overrides `{point}` of the enclosing section for this scope.",
+        description=f"Replaces the `{point}` budget here.",
     )
 
 
 class HookTimeoutOverrides(_ConfigModel):
-    """Budgets that replace the enclosing ones for one plugin (or one profile).
+    """Budgets of one plugin, replacing the extension points' budgets for its calls.
 
     Unset fields keep the value they override.
     """
@@ -262,7 +262,12 @@ class HookTimeoutOverrides(_ConfigModel):
 
 
 class ProfileHookTimeouts(HookTimeoutOverrides):
-    """A profile's budgets: overrides of ``pluggableScheduler.timeouts``, and per plugin."""
+    """A profile's budgets: overrides of ``pluggableScheduler.timeouts``, and per plugin.
+
+    A call's budget is the first set of: this profile's budget for the plugin,
+    ``pluggableScheduler.timeouts.plugins`` for the plugin, this profile's
+    budget for the extension point, the top-level one.
+    """
 
     plugins: dict[str, HookTimeoutOverrides] = Field(
         default_factory=dict,
@@ -337,8 +342,9 @@ class HookTimeouts(_ConfigModel):
 class CircuitBreakerConfig(_ConfigModel):
     """Taking a plugin that keeps failing out of its profile for a while.
 
-    A plugin whose calls fail (raise, return an error or something its hook
-    does not allow, or overrun their budget) for `consecutiveFailures`
+    A plugin whose calls fail (raise, return something their hook does not
+    allow, or overrun their budget; an Error status the plugin returns, such
+    as an API call that failed, does not count) for `consecutiveFailures`
     different pods in a row, with no successful call in between, is out of its
     profile for `coolDown`: its hooks are skipped when its `failurePolicy` is
     `Ignore`, and pods fail at once with an error naming the open breaker when
