@@ -47,23 +47,36 @@ def newer(a: Obj, b: Obj) -> bool:
 class AssumeCache:
     def __init__(self, store: Callable[[], ObjectStore]) -> None:
         self._store = store
-        self._assumed: dict[tuple[str, str], Obj] = {}
+        #: key -> (the assumed copy, the informer's copy when it was assumed)
+        self._assumed: dict[tuple[str, str], tuple[Obj, Obj]] = {}
 
     def api_object(self, namespace: str, name: str) -> Obj | None:
         """The informer's copy, ignoring anything assumed."""
         return self._store().get(namespace, name)
 
+    def _current(self, key: tuple[str, str], stored: Obj | None) -> Obj | None:
+        """The assumed copy if it still shadows ``stored``; forgets it otherwise.
+
+        kube replaces an assumed object when the informer delivers a version at
+        least as new: here, when the informer's copy is no longer the one seen
+        at assume time and is not older than the assumed copy.
+        """
+        entry = self._assumed.get(key)
+        if entry is None:
+            return None
+        assumed, seen = entry
+        if stored is None or (stored is not seen and not newer(assumed, stored)):
+            del self._assumed[key]  # the API server has caught up or moved on
+            return None
+        return assumed
+
     def get(self, namespace: str, name: str) -> Obj | None:
         """The assumed copy while it is current, else the informer's."""
         stored = self._store().get(namespace, name)
-        key = (namespace, name)
-        assumed = self._assumed.get(key)
-        if assumed is None:
+        if not self._assumed:
             return stored
-        if stored is None or newer(stored, assumed):
-            del self._assumed[key]  # the API server has moved on
-            return stored
-        return assumed
+        assumed = self._current((namespace, name), stored)
+        return assumed if assumed is not None else stored
 
     def list(self) -> list[Obj]:
         objects = self._store().list(None)
@@ -71,10 +84,9 @@ class AssumeCache:
             return objects
         out: list[Obj] = []
         for obj in objects:
-            assumed = self._assumed.get(_key(obj))
-            if assumed is not None and not newer(obj, assumed):
-                obj = assumed
-            out.append(obj)
+            key = _key(obj)
+            assumed = self._current(key, obj) if key in self._assumed else None
+            out.append(assumed if assumed is not None else obj)
         return out
 
     def assume(self, obj: Obj) -> None:
@@ -87,24 +99,23 @@ class AssumeCache:
             raise AssumeError(
                 f"{shown!r} is out of sync (stored: {_version(stored)}, assume: {_version(obj)})"
             )
-        self._assumed[key] = obj
+        self._assumed[key] = (obj, stored)
 
     def restore(self, obj: Obj) -> None:
         """Drop the assumed copy of ``obj`` (the informer's copy shows again)."""
         key = _key(obj)
-        assumed = self._assumed.get(key)
-        if assumed is not None and _version(assumed) == _version(obj):
+        entry = self._assumed.get(key)
+        if entry is not None and _version(entry[0]) == _version(obj):
             del self._assumed[key]
 
     def assumed(self) -> tuple[Obj, ...]:
         """The assumed copies that still shadow the informer's."""
-        out: tuple[Obj, ...] = ()
-        for namespace, name in list(self._assumed):
-            self.get(namespace, name)  # drops it if the informer has moved on
-            found = self._assumed.get((namespace, name))
-            if found is not None:
-                out = (*out, found)
-        return out
+        store = self._store()
+        return tuple(
+            found
+            for key in tuple(self._assumed)
+            if (found := self._current(key, store.get(*key))) is not None
+        )
 
     def __len__(self) -> int:
         return len(self._assumed)

@@ -546,6 +546,15 @@ class _Search:
     def _capacity_fits(self, data: _Request, device: Device) -> bool:
         """kube's ``CmpRequestOverCapacity`` on the device; an undefined capacity fails."""
         key = device.key
+        if (
+            not data.capacity_requests
+            and key not in self.owner.allocated.aggregated_capacity
+            and not self.allocating_capacity.get(key)
+            and self.owner.slices.plain_capacity(device)
+        ):
+            # Nothing asked, nothing used, no policy: each capacity is consumed
+            # whole and fits exactly (kube's comparison, without the parsing).
+            return True
         try:
             return request_fits_capacity(
                 self.owner.allocated.aggregated_capacity.get(key, {}),

@@ -348,6 +348,18 @@ class SliceIndex:
         #: change without a new SliceIndex, so neither does a verdict on it.
         self.verdicts: dict[tuple[int, str], Any] = {}
         self.device_inputs: dict[int, Any] = {}
+        self._plain_capacity: dict[int, bool] = {}
+
+    def plain_capacity(self, device: Device) -> bool:
+        """Whether no capacity of the device has a request policy (cached per device)."""
+        found = self._plain_capacity.get(id(device))
+        if found is None:
+            found = not any(
+                isinstance(c, Mapping) and c.get("requestPolicy") is not None
+                for c in device.capacity.values()
+            )
+            self._plain_capacity[id(device)] = found
+        return found
 
     def nodes_with_devices(self) -> NodeDeviceSummary:
         """Nodes with node-local slices, and whether other slices exist at all."""

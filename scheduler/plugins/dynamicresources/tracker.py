@@ -61,7 +61,7 @@ class ClaimTracker:
         self.cache = AssumeCache(store)
         self._in_flight: dict[str, _InFlight] = {}
         self._seen_revision: int | None = None
-        self._by_key: dict[str, tuple[Obj, tuple[DeviceID, ...]]] = {}
+        self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...], str | None]] = {}
         self._counts: Counter[DeviceID] = Counter()
         self._shared: dict[str, Obj] = {}
 
@@ -126,28 +126,39 @@ class ClaimTracker:
         revision = store.revision()
         if revision == self._seen_revision:
             return
-        by_key = self._by_key
+        # Keyed by object identity: an informer replaces a changed object, so an
+        # unchanged one costs a dict probe, not a look at its allocation.
+        previous = self._by_id
+        current: dict[int, tuple[Obj, tuple[DeviceID, ...], str | None]] = {}
         counts = self._counts
-        seen: set[str] = set()
+        live_shared: set[str] = set()
+        removed: list[tuple[Obj, tuple[DeviceID, ...], str | None]] = []
         for claim in store.list():
-            k = key(claim)
-            seen.add(k)
-            previous = by_key.get(k)
-            if previous is not None and previous[0] is claim:
-                continue
-            devices = allocated_devices(claim)
-            if previous is not None:
-                counts.subtract(previous[1])
-            self._shared.pop(k, None)
-            if _has_shares(claim):
-                self._shared[k] = claim  # consumable capacity: counted per share
-                devices = ()
-            counts.update(devices)
-            by_key[k] = (claim, devices)
-        if len(seen) != len(by_key):
-            for k in [k for k in by_key if k not in seen]:
-                counts.subtract(by_key.pop(k)[1])
-                self._shared.pop(k, None)
-        for device in [d for d, n in counts.items() if n <= 0]:
-            del counts[device]
+            ident = id(claim)
+            entry = previous.pop(ident, None)
+            if entry is not None and entry[0] is not claim:
+                removed.append(entry)  # a new object that reuses a dead one's id
+                entry = None
+            if entry is None:
+                devices = allocated_devices(claim)
+                shared = None
+                if devices and _has_shares(claim):
+                    shared = key(claim)
+                    self._shared[shared] = claim  # consumable capacity: counted per share
+                    devices = ()
+                counts.update(devices)
+                entry = (claim, devices, shared)
+            current[ident] = entry
+            if entry[2] is not None:
+                live_shared.add(entry[2])
+        removed.extend(previous.values())  # gone or replaced
+        for _, devices, shared in removed:
+            counts.subtract(devices)
+            if shared is not None and shared not in live_shared:
+                self._shared.pop(shared, None)
+        if removed:
+            stale = {d for entry in removed for d in entry[1] if counts[d] <= 0}
+            for device in stale:
+                del counts[device]
+        self._by_id = current
         self._seen_revision = revision
