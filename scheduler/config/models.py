@@ -597,7 +597,19 @@ class SchedulerConfiguration(_ConfigModel):
         "scored; this also turns off the reuse of results across identical pods. "
         "kube-scheduler differs: it stops filtering as soon as it has found that many "
         "feasible nodes, and 0 or unset means adaptive there, "
-        "`max(5, 50 - N / 125)` percent of the nodes, at least 100.",
+        "`max(5, 50 - N / 125)` percent of the nodes, at least 100. "
+        "Measured against kube-scheduler 1.36.3 (fidelity scenario `sampling`: 500 "
+        "identical nodes, 10 pods each preferring a node of its own, so each has one "
+        "best node): with the field unset on both sides, kube evaluated and scored 230 "
+        "nodes per pod (46%: roughly a window of nodes in creation order, moving on by "
+        "230 every cycle) and put 6 of the 10 pods (in each of two runs) on another node "
+        "than the best one, which its sample did not hold (about 54% of pods are "
+        "expected to miss), while we score all 500 and always choose it. With 50 on both "
+        "sides both score 250 nodes per pod (kube evaluates 250, we filter all 500), but "
+        "not the same 250: kube's start moves on across cycles, ours too in the daemon "
+        "(from its own history), and `explain` always starts at the first node, so the "
+        "chosen nodes still differed for 4 to 6 of the 10 pods. Set 100 to score every "
+        "node on both sides.",
     )
     pod_initial_backoff_seconds: int = Field(
         default=1,

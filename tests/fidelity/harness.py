@@ -31,6 +31,12 @@ changes nothing. Two probe kinds:
     after, and a sync pod with a claim of its own waits until kube-scheduler has
     seen that.
 
+``none`` (sampling scenarios, ``run_sampling_step``)
+    hundreds of nodes, every one feasible for every pod: probes would cost a
+    cycle per node and pod on each side and tell nothing. Only kube-scheduler's
+    cycle for the pod itself is read (its log: the nodes it scored, how many it
+    evaluated, the node it chose) and compared with ours.
+
 Our side gets the same probes through ``explain`` and, directly, the pod
 itself: ``explain``'s feasible set must equal both probe-derived sets. Then
 kube-scheduler places the real pod; its node must be one of our tied best, and
@@ -61,7 +67,7 @@ from typing import Any
 from scheduler.api import CycleState, PodInfo
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
-from scheduler.framework.cycle import Algorithm
+from scheduler.framework.cycle import Algorithm, num_feasible_nodes_to_find
 from scheduler.framework.explain import (
     Explanation,
     build_table,
@@ -77,7 +83,13 @@ from scheduler.plugins.dynamicresources.plugin import _State as DraState
 from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
 from scheduler.plugins.volumes.binding import VolumeBinding
 from scheduler.testing.controlplane import RestClient
-from tests.fidelity.scenarios import Obj, Scenario, Step
+from tests.fidelity.scenarios import (
+    SAMPLING_PERCENTAGE,
+    SAMPLING_PROFILE,
+    Obj,
+    Scenario,
+    Step,
+)
 
 HOLD_GATE = "fidelity.test/hold"
 SYNC_LABEL = "fidelity.test/sync"
@@ -138,11 +150,32 @@ _FINAL_SCORE = re.compile(
     r'"Calculated node\'s final score for pod" pod="(?P<pod>[^"]+)" '
     r'node="(?P<node>[^"]+)" score=(?P<score>-?\d+)'
 )
+#: kube-scheduler's ``-v=2`` line for a bound pod: how many nodes its cycle filtered
+#: (``evaluatedNodes``) and found feasible (``feasibleNodes``, the ones it scored).
+_BOUND = re.compile(
+    r'"Successfully bound pod to node" pod="(?P<pod>[^"]+)" node="(?P<node>[^"]+)" '
+    r"evaluatedNodes=(?P<evaluated>\d+) feasibleNodes=(?P<feasible>\d+)"
+)
+
+
+#: kube-scheduler's profiles: its default one, and one that sets
+#: ``percentageOfNodesToScore`` (for the sampling scenario; no other pod names it).
+KUBE_DEFAULT_SCHEDULER = "default-scheduler"
+PROFILES: list[Obj] = [
+    {"schedulerName": KUBE_DEFAULT_SCHEDULER},
+    {"schedulerName": SAMPLING_PROFILE, "percentageOfNodesToScore": SAMPLING_PERCENTAGE},
+]
 
 
 def default_config() -> SchedulerConfiguration:
+    """Our side's config: our default profile (which every scenario's pods get from
+    ``explain``, whatever their schedulerName) and the same sampling profile as kube's."""
     return load_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": DEFAULT_SCHEDULER_NAME}, copy.deepcopy(PROFILES[1])],
+        }
     )
 
 
@@ -620,8 +653,10 @@ class OurSide:
         self.config = default_config()
         self.catalog = PluginCatalog.discover()
 
-    def explain(self, objects: list[Obj], pod: Obj) -> Explanation:
-        return explain(objects, pod, self.config, self.catalog, profile_name=DEFAULT_SCHEDULER_NAME)
+    def explain(
+        self, objects: list[Obj], pod: Obj, profile: str = DEFAULT_SCHEDULER_NAME
+    ) -> Explanation:
+        return explain(objects, pod, self.config, self.catalog, profile_name=profile)
 
     def probe(self, objects: list[Obj], base: Obj, nodes: list[str], kind: str) -> set[str]:
         feasible: set[str] = set()
@@ -808,6 +843,132 @@ def run_step(
                 report.details.append(
                     score_table(explanation, kube_scores, kube_totals, decision.node)
                 )
+    return report
+
+
+# -- sampling scenarios --------------------------------------------------------------------
+
+
+@dataclass
+class SamplingReport:
+    """One pod of a sampling scenario: which nodes each side evaluated and scored."""
+
+    pod: str
+    profile: str
+    percentage: int  # the profile's percentageOfNodesToScore (0: unset)
+    kube_node: str | None
+    kube_scored: set[str]  # the nodes in kube-scheduler's score lines: its sample
+    kube_evaluated: int | None  # evaluatedNodes of its "Successfully bound" line
+    our_scored: set[str]  # the nodes our cycle for this profile scored
+    our_evaluated: int
+    our_tied: list[str]  # our tied best, this profile
+    best: list[str]  # our tied best when every node is scored
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def kube_picked_our_best(self) -> bool:
+        return self.kube_node in self.our_tied
+
+    @property
+    def kube_sample_had_best(self) -> bool:
+        return bool(self.kube_scored & set(self.best))
+
+
+def bound_counts(log_text: str, pod_key: str) -> tuple[int, int] | None:
+    """``(evaluatedNodes, feasibleNodes)`` of kube-scheduler's bind line for the pod."""
+    found = [m for m in _BOUND.finditer(log_text) if m["pod"] == pod_key]
+    return (int(found[-1]["evaluated"]), int(found[-1]["feasible"])) if found else None
+
+
+def run_sampling_step(
+    kube: KubeSide, ours: OurSide, scenario: Scenario, namespace: str, step: Step
+) -> SamplingReport:
+    """Compare one pod of a sampling scenario: no probes, kube's own cycle only.
+
+    With hundreds of nodes, per-node probes (one kube-scheduler cycle and one
+    ``explain`` per node and pod) would take minutes, and they would tell
+    nothing here: every node of a sampling scenario is feasible for every pod.
+    What is compared is kube-scheduler's cycle for the pod itself, read from its
+    log: the nodes it scored (its sample, ``-v=10`` score lines), how many it
+    evaluated (``evaluatedNodes`` of its bind line), the node it chose.
+
+    Checked (problems): kube scored ``num_feasible_nodes_to_find(N, p)`` nodes
+    (kube's formula, adaptive for p = 0); its per-plugin scores on those nodes
+    equal ours with every node scored (this scenario's scores do not depend on
+    which nodes are scored together: the only normalizing plugin that scores
+    differently is NodeAffinity, where every node but the preferred one has 0);
+    its node is one of the best of its own sample by those scores; with p set,
+    our cycle for the profile scored as many nodes as kube. Recorded, not
+    checked: whether kube's node is among our tied best (with p unset ours are
+    the best of every node, so a sample without the preferred node misses it).
+    """
+    profile = str(step.pod["spec"].get("schedulerName") or KUBE_DEFAULT_SCHEDULER)
+    percentage = next(
+        int(p.get("percentageOfNodesToScore") or 0)
+        for p in PROFILES
+        if p["schedulerName"] == profile
+    )
+    held = copy.deepcopy(step.pod)
+    held["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
+    server_pod = kube.create_pod(namespace, held)
+    name = server_pod["metadata"]["name"]
+    base = plain_copy(server_pod, name)
+    objects = kube.objects()
+    mine = ours.explain(
+        objects, base, DEFAULT_SCHEDULER_NAME if profile == KUBE_DEFAULT_SCHEDULER else profile
+    )
+    everything = mine if percentage == 0 else ours.explain(objects, base)
+
+    kube.set_gates(namespace, name, [])
+    decision = kube.wait(namespace, [name])[name]
+    pod_key = f"{namespace}/{name}"
+    log_text = kube.scheduler_log.read_text(errors="replace")
+    kube_scores, kube_totals = last_cycle_scores(log_text, pod_key)
+    counts = bound_counts(log_text, pod_key)
+    report = SamplingReport(
+        pod=name,
+        profile=profile,
+        percentage=percentage,
+        kube_node=decision.node,
+        kube_scored=set(kube_scores),
+        kube_evaluated=counts[0] if counts else None,
+        our_scored={n for n, r in mine.nodes.items() if r.scored},
+        our_evaluated=mine.evaluated_nodes,
+        our_tied=list(mine.tied),
+        best=list(everything.tied),
+    )
+    if decision.node is None:
+        report.problems.append(f"kube-scheduler did not bind the pod: {decision.message}")
+        return report
+    if everything.feasible_nodes != len(scenario.nodes):
+        # What the skipped probes would have checked; here every node must fit.
+        report.problems.append(
+            f"only {everything.feasible_nodes} of our {len(scenario.nodes)} nodes are feasible"
+        )
+    want = num_feasible_nodes_to_find(len(scenario.nodes), percentage)
+    if len(report.kube_scored) != want:
+        report.problems.append(
+            f"kube-scheduler scored {len(report.kube_scored)} nodes, its formula says {want}"
+        )
+    if counts is not None and counts[1] != len(report.kube_scored):
+        report.problems.append(
+            f"kube-scheduler's feasibleNodes={counts[1]}, but it scored "
+            f"{len(report.kube_scored)} nodes"
+        )
+    problems = compare_scores(everything, kube_scores, kube_totals)
+    report.problems.extend(f"score: {p}" for p in problems)
+    totals = {n: everything.nodes[n].total for n in report.kube_scored if n in everything.nodes}
+    top = max((t for t in totals.values() if t is not None), default=None)
+    if totals.get(decision.node) != top:
+        report.problems.append(
+            f"kube-scheduler chose {decision.node} ({totals.get(decision.node)}), not a best "
+            f"node of its own sample ({top})"
+        )
+    if percentage and len(report.our_scored) != len(report.kube_scored):
+        report.problems.append(
+            f"percentageOfNodesToScore {percentage}: we scored {len(report.our_scored)} "
+            f"nodes, kube-scheduler {len(report.kube_scored)}"
+        )
     return report
 
 

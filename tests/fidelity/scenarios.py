@@ -205,8 +205,15 @@ class Scenario:
     #: is then expected to fail (a strict xfail, so the fix shows up as XPASS).
     known_difference: str = ""
 
+    #: A sampling scenario (:data:`SAMPLING_SCENARIOS`): hundreds of nodes, compared
+    #: without probes (``harness.run_sampling_step``).
+    sampling: bool = False
+
     def __post_init__(self) -> None:
-        assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
+        if self.sampling:
+            assert len(self.nodes) >= 200, f"{self.name}: sampling needs hundreds of nodes"
+        else:
+            assert 4 <= len(self.nodes) <= 12, f"{self.name}: 4-12 nodes"
         assert self.steps, f"{self.name}: nothing to place"
 
 
@@ -2246,3 +2253,68 @@ DRA_SCENARIOS: list[Scenario] = [
     _dra_unavailable_claim(),
     _dra_counters_and_taints(),
 ]
+
+
+# -- node sampling (percentageOfNodesToScore) --------------------------------------------
+
+#: The kube-scheduler profile (and ours) that sets ``percentageOfNodesToScore``
+#: explicitly; the default profile leaves it unset (kube: adaptive, ours: every node).
+SAMPLING_PROFILE = "fidelity-sampling-50"
+SAMPLING_PERCENTAGE = 50
+FAVOURITE = "fidelity.test/favourite"
+SAMPLING_NODES = 500
+SAMPLING_PODS = 10
+
+
+def favourite_of(index: int) -> int:
+    """The position (in creation and name order) of the node pod `index` prefers:
+    spread over the node list, so that kube-scheduler's sample window, which
+    moves on by the same stride every cycle, covers some of them and not others."""
+    return (37 + 97 * index) % SAMPLING_NODES
+
+
+def _prefers(name: str, index: int, **spec: Any) -> Obj:
+    """A pod whose preferred node affinity matches one node only: NodeAffinity gives
+    that node 100 (x2 weight) and every other node 0, so it is the single best node."""
+    preference = {"matchExpressions": [term(FAVOURITE, "In", str(index))]}
+    affinity = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": preference}
+            ]
+        }
+    }
+    return pod(name, affinity=affinity, **spec)
+
+
+def _sampling() -> Scenario:
+    favourites = {favourite_of(i): i for i in range(SAMPLING_PODS)}
+    assert len(favourites) == SAMPLING_PODS
+    nodes = [
+        node(
+            f"smp-{n:03d}",  # zero-padded: name order (ours) is creation order (kube's)
+            labels={FAVOURITE: str(favourites[n])} if n in favourites else None,
+        )
+        for n in range(SAMPLING_NODES)
+    ]
+    return Scenario(
+        "sampling",
+        f"{SAMPLING_NODES} identical empty nodes; each pod prefers one of them. With "
+        "percentageOfNodesToScore unset kube-scheduler scores an adaptive sample "
+        f"(max(5, 50 - N/125) = {50 - SAMPLING_NODES // 125}% here) and can miss the "
+        "preferred node, we score every node; with it set on both sides both score "
+        f"{SAMPLING_PERCENTAGE}%",
+        nodes=nodes,
+        steps=[
+            *(Step(_prefers(f"adaptive-{i}", i)) for i in range(SAMPLING_PODS)),
+            *(
+                Step(_prefers(f"sampled-{i}", i, schedulerName=SAMPLING_PROFILE))
+                for i in range(SAMPLING_PODS)
+            ),
+        ],
+        sampling=True,
+    )
+
+
+#: Hundreds of nodes, run without probes (``test_fidelity.py``, ``harness.run_sampling_step``).
+SAMPLING_SCENARIOS: list[Scenario] = [_sampling()]

@@ -10,6 +10,7 @@ from scheduler.testing.controlplane import RestClient
 from tests.fidelity.harness import (
     KubeSide,
     availability,
+    bound_counts,
     claim_names,
     last_cycle_scores,
     nominate_probe,
@@ -18,6 +19,9 @@ from tests.fidelity.harness import (
     probe_kind,
 )
 from tests.fidelity.scenarios import (
+    SAMPLING_NODES,
+    SAMPLING_PODS,
+    SAMPLING_SCENARIOS,
     SCENARIOS,
     VOLUME_SCENARIOS,
     ZONE,
@@ -111,7 +115,11 @@ def test_scenario_library_shape() -> None:
     assert 10 <= len(SCENARIOS) <= 20
     names = [s.name for s in SCENARIOS]
     assert len(set(names)) == len(names)
-    nodes = [n["metadata"]["name"] for s in [*SCENARIOS, *VOLUME_SCENARIOS] for n in s.nodes]
+    nodes = [
+        n["metadata"]["name"]
+        for s in [*SCENARIOS, *VOLUME_SCENARIOS, *SAMPLING_SCENARIOS]
+        for n in s.nodes
+    ]
     assert len(set(nodes)) == len(nodes), "node names are unique across scenarios"
     for scenario in SCENARIOS:
         names_here = {n["metadata"]["name"] for n in scenario.nodes}
@@ -144,3 +152,34 @@ def test_volume_scenarios_use_unique_storage_names() -> None:
         if o["kind"] not in ("PersistentVolumeClaim", "CSIStorageCapacity")
     ]
     assert len(set(cluster)) == len(cluster)
+
+
+def test_bound_counts_are_the_last_bind_line_of_the_pod() -> None:
+    log = (
+        'I1125 00:00:57.1 1 schedule_one.go:330] "Successfully bound pod to node" '
+        'pod="ns/p-1" node="n-2" evaluatedNodes=230 feasibleNodes=230\n'
+        'I1125 00:00:57.2 1 schedule_one.go:330] "Successfully bound pod to node" '
+        'pod="ns/p-10" node="n-3" evaluatedNodes=1 feasibleNodes=1\n'
+    )
+    assert bound_counts(log, "ns/p-1") == (230, 230)
+    assert bound_counts(log, "ns/p-2") is None
+
+
+def test_sampling_scenario_has_one_best_node_per_pod() -> None:
+    """Each pod's preferred node affinity matches exactly one node, so the best node
+    is unique, and the nodes are named in creation order (kube's node order)."""
+    (scenario,) = SAMPLING_SCENARIOS
+    names = [n["metadata"]["name"] for n in scenario.nodes]
+    assert len(names) == SAMPLING_NODES and names == sorted(names)
+    assert len(scenario.steps) == 2 * SAMPLING_PODS
+    for step in scenario.steps:
+        preferred = step.pod["spec"]["affinity"]["nodeAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ]
+        (expression,) = preferred[0]["preference"]["matchExpressions"]
+        matching = [
+            n
+            for n in scenario.nodes
+            if n["metadata"]["labels"].get(expression["key"]) in expression["values"]
+        ]
+        assert len(matching) == 1, step.pod["metadata"]["name"]
