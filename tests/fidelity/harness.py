@@ -79,6 +79,7 @@ from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import build_profiles
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
+from scheduler.plugins.dynamicresources.plugin import DynamicResources
 from scheduler.plugins.dynamicresources.plugin import _State as DraState
 from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
 from scheduler.plugins.volumes.binding import VolumeBinding
@@ -1501,10 +1502,12 @@ def our_allocations(ours: OurSide, objects: list[Obj], pod: Obj, node: str) -> A
     """What our DynamicResources would write for the pod on `node`: per claim of the pod,
     the allocation its Filter found there (``_State.node_allocations``, what Reserve
     keeps and PreBind writes), or the claim's own when it is allocated already."""
-    _, state, _ = _pinned_cycle(ours, objects, pod, node)
+    framework, state, _ = _pinned_cycle(ours, objects, pod, node)
     data = state.get(DRA_STATE_KEY)
     assert isinstance(data, DraState), f"no DynamicResources state for {pod['metadata']['name']}"
-    found = data.node_allocations.get(node, [])
+    plugin = framework.plugins[DRA_STATE_KEY]
+    assert isinstance(plugin, DynamicResources)
+    found = plugin.node_allocation(data, node) or []
     new = {
         (
             EXTENDED_CLAIM

@@ -195,6 +195,10 @@ class Allocator:
 
     # Helpers shared by all searches of this allocator.
 
+    def device_input(self, device: Device) -> DeviceInput:
+        """The device as CEL sees it (built once per slice set)."""
+        return self._device_input(device)
+
     def _device_input(self, device: Device) -> DeviceInput:
         found = self._inputs.get(id(device))
         if found is None:

@@ -111,6 +111,7 @@ from scheduler.plugins.dynamicresources.extended import (
     requests_and_mappings,
     template_claim,
 )
+from scheduler.plugins.dynamicresources.fastpath import DeviceTable, simple_request
 from scheduler.plugins.dynamicresources.pools import (
     AllocationError,
     NodeAllocationError,
@@ -169,7 +170,9 @@ class _State:
     #: Indices of the claims still to allocate, in the pod's order.
     to_allocate: list[int]
     allocator: Allocator | None = None
-    node_allocations: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    #: Per feasible node, the allocation Filter found (None: Filter only counted
+    #: devices there; Reserve searches for kube's choice).
+    node_allocations: dict[str, list[Mapping[str, Any]] | None] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     #: Set at Reserve: the allocation each claim gets (index -> result).
     reserved: dict[int, Mapping[str, Any]] = field(default_factory=dict)
@@ -221,6 +224,7 @@ class DynamicResources(Plugin):
         self._extended_claims: tuple[int, dict[str, list[tuple[str, str]]]] | None = None
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._device_table: tuple[SliceIndex, DeviceTable | None] | None = None
 
     # -- cluster objects, re-read only when they change --------------------------------
 
@@ -439,6 +443,7 @@ class DynamicResources(Plugin):
         invalid = np.zeros(len(nodes), dtype=np.bool_)
         timeout = self.args.filter_timeout
         for members, claims, variant in groups:
+            fast = self._fast_counts(allocator, claims) if variant is None else None
             if summary.non_local or not all(_requests(c) for c in claims):
                 # A claim without requests allocates anywhere; other slices may
                 # reach any node: only the allocator can tell.
@@ -453,6 +458,15 @@ class DynamicResources(Plugin):
             for k in np.flatnonzero(reachable).tolist():
                 row = rows[k]
                 node_name = names[row]
+                if fast is not None:
+                    device_table, counts, wanted = fast
+                    position = device_table.node_index.get(node_name)
+                    if position is not None and node_name not in device_table.complex_nodes:
+                        if counts[position] >= wanted:
+                            data.node_allocations[node_name] = None  # searched at Reserve
+                        else:
+                            cannot[k] = True
+                        continue
                 node = {"metadata": {"name": node_name, "labels": table.node_info(row).labels}}
                 deadline = time.monotonic() + timeout if timeout > 0 else None
                 try:
@@ -498,6 +512,33 @@ class DynamicResources(Plugin):
                     data.unavailable.add(index)
             result.reject(unavailable, MSG_NOT_AVAILABLE, UNRESOLVABLE)
         return result
+
+    def _fast_counts(
+        self, allocator: Allocator, claims: list[Obj]
+    ) -> tuple[DeviceTable, IntArray, int] | None:
+        """Free usable devices per node, when the claims are one plain request."""
+        wanted = simple_request(claims)
+        if wanted is None:
+            return None
+        device_class = allocator.classes.get(wanted.class_name)
+        if device_class is None:
+            return None
+        slices = allocator.slices
+        if self._device_table is None or self._device_table[0] is not slices:
+            self._device_table = (slices, DeviceTable.build(slices))
+        device_table = self._device_table[1]
+        if device_table is None:
+            return None
+        mask = device_table.selectable(
+            device_class, wanted.selectors, self.cel, slices.verdicts, allocator.device_input
+        )
+        if mask is None:
+            return None
+        return (
+            device_table,
+            device_table.free_counts(mask, allocator.allocated.devices),
+            wanted.count,
+        )
 
     def _extended_need(
         self, wanted: Mapping[str, int], nodes: NodeSet
@@ -565,8 +606,11 @@ class DynamicResources(Plugin):
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
         data = state.get(STATE_KEY)
         if not isinstance(data, _State) or not any(
-            (c.get("spec") or {}).get("devices", {}).get("requests") for c in data.claims
+            r.get("firstAvailable")
+            for c in data.claims
+            for r in (c.get("spec") or {}).get("devices", {}).get("requests") or ()
         ):
+            # kube's Score counts firstAvailable choices only: all zero without them.
             return Status.skip()
         return None
 
@@ -604,7 +648,10 @@ class DynamicResources(Plugin):
         data = state.get(STATE_KEY)
         if not isinstance(data, _State) or not data.to_allocate:
             return None
-        found = data.node_allocations.get(node_name)
+        try:
+            found = self.node_allocation(data, node_name)
+        except AllocationError as err:
+            return Status.error_status(str(err))
         if not found:
             if data.to_allocate == [data.extended_index]:
                 return None  # only extended resources, all from device plugins here
@@ -623,6 +670,22 @@ class DynamicResources(Plugin):
             data.reserved[index] = result
             self.tracker.signal_pending(uid(claim), _allocated_copy(claim, result))
         return None
+
+    def node_allocation(self, data: _State, node_name: str) -> list[Mapping[str, Any]] | None:
+        """The allocation Reserve keeps for ``node_name`` (what PreBind writes).
+
+        Where Filter only counted free devices, the allocator searches now, for
+        that one node, so the devices are kube's choice.
+        """
+        found = data.node_allocations.get(node_name)
+        if found is None and node_name in data.node_allocations and data.allocator is not None:
+            row = self.handle.table.row_of(node_name)
+            labels = self.handle.table.node_info(row).labels if row is not None else {}
+            claims = [data.claims[i] for i in data.to_allocate]
+            node = {"metadata": {"name": node_name, "labels": labels}}
+            found = data.allocator.allocate(node, claims)
+            data.node_allocations[node_name] = found
+        return found
 
     @hookimpl
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import ObjectStore
-from scheduler.plugins.assumecache import AssumeCache, AssumeError
-from scheduler.plugins.dynamicresources.claims import Obj, allocation, key
+from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
+from scheduler.plugins.dynamicresources.claims import Obj, allocation, key, meta
 from scheduler.plugins.dynamicresources.state import AllocatedState
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
@@ -98,6 +98,10 @@ class ClaimTracker:
 
     def assume_written(self, claim: Obj) -> bool:
         """Keep what PreBind wrote until the informer delivers it; False if it cannot."""
+        m = meta(claim)
+        stored = self.cache.api_object(str(m.get("namespace") or ""), str(m.get("name") or ""))
+        if stored is not None and not newer(claim, stored):
+            return True  # the informer was faster than the response: nothing to shadow
         try:
             self.cache.assume(claim)
         except AssumeError:
