@@ -117,6 +117,14 @@ def _rejections(result: Explanation) -> list[str]:
         noun = "node" if len(names) == 1 else "nodes"
         out.append(f"  {where}: {'; '.join(reasons) or '(no reason given)'} [{code}]")
         out.append(f"      {len(names)} {noun}: {listed}")
+    detailed = [r for r in result.nodes.values() if r.details]
+    if detailed:
+        out.append("Why, as the rejecting plugins explain it:")
+        for report in detailed[:MAX_LISTED]:
+            out.append(f"  {report.name}:")
+            out.extend(f"      {line}" for line in report.details)
+        if len(detailed) > MAX_LISTED:
+            out.append(f"  and {len(detailed) - MAX_LISTED} more nodes (see --output json)")
     return out
 
 

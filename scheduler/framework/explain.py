@@ -81,6 +81,8 @@ class NodeReport:
     filter: dict[str, FilterVerdict] = field(default_factory=dict)
     score: dict[str, PluginScore] = field(default_factory=dict)
     total: int | None = None
+    #: What the rejecting plugin adds about why (its ``explain_rejected_nodes``).
+    details: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,7 @@ class NodeReport:
             "filter": {p: v.to_json() for p, v in self.filter.items()},
             "score": {p: s.to_json() for p, s in self.score.items()},
             "total": self.total,
+            "details": list(self.details),
         }
 
 
@@ -432,6 +435,7 @@ def explain(
     ]
     filter_plugins = [c.plugin for c in framework.filter_calls]
     nodes = _node_reports(table, result, state, filter_plugins)
+    _add_details(framework.plugins, nodes, state, pod)
     if result.score_outcome is None and result.node is not None and result.feasible_nodes == 1:
         notes.append("only one node is feasible: scoring is skipped, as kube-scheduler does")
     nominated_only = result.node is not None and result.node == pod.nominated_node_name
@@ -466,6 +470,30 @@ def explain(
         plugin_times=plugin_times,
         ignored=list(state.get(IGNORED_KEY, [])),
     )
+
+
+def _add_details(
+    plugins: Mapping[str, object], nodes: dict[str, NodeReport], state: CycleState, pod: PodInfo
+) -> None:
+    """Let each rejecting plugin say more about its nodes than its verdict's reason.
+
+    A plugin may define ``explain_rejected_nodes(state, pod, node_names)``
+    returning lines per node name (plugin API 1.3): kube's reasons are terse
+    ("cannot allocate all claims") because they are counted across nodes.
+    """
+    rejected: dict[str, list[str]] = {}
+    for report in nodes.values():
+        if report.rejected_by is not None and report.stage == "Filter":
+            rejected.setdefault(report.rejected_by, []).append(report.name)
+    for plugin_name, names in rejected.items():
+        hook = getattr(plugins.get(plugin_name), "explain_rejected_nodes", None)
+        if not callable(hook):
+            continue
+        found = hook(state, pod, names)
+        if isinstance(found, Mapping):
+            for name, lines in found.items():
+                if name in nodes and isinstance(lines, list):
+                    nodes[name].details = [str(line) for line in lines]
 
 
 def _post_filter(

@@ -100,7 +100,13 @@ def test_json_reports_feasible_set_scores_and_ties(capsys: pytest.CaptureFixture
     [
         ("gpu-1", "TaintToleration", "UnschedulableAndUnresolvable", ["untolerated taint"]),
         ("node-c2", "NodeAffinity", "UnschedulableAndUnresolvable", ["node affinity"]),
-        ("node-c1", "NodeResourcesFit", "Unschedulable", ["Insufficient cpu", "memory"]),
+        # More than the node allocates at all: kube 1.36 says no eviction can help.
+        (
+            "node-c1",
+            "NodeResourcesFit",
+            "UnschedulableAndUnresolvable",
+            ["Insufficient cpu", "memory"],
+        ),
         ("node-a1", "PodTopologySpread", "Unschedulable", ["topology spread"]),
         ("node-a2", "PodTopologySpread", "Unschedulable", ["topology spread"]),
     ],
@@ -161,7 +167,10 @@ def test_text_output_has_table_rows_rejections_and_verdict(
     assert "Rejected nodes (5)" in out
     assert "PodTopologySpread: node(s) didn't match pod topology spread constraints" in out
     assert "2 nodes: node-a1, node-a2" in out
-    assert "NodeResourcesFit: Insufficient cpu; Insufficient memory [Unschedulable]" in out
+    assert (
+        "NodeResourcesFit: Insufficient cpu; Insufficient memory [UnschedulableAndUnresolvable]"
+        in out
+    )
     assert "TaintToleration: node(s) had untolerated taint" in out
     verdict = [line for line in lines if line.startswith("Verdict:")]
     assert len(verdict) == 1

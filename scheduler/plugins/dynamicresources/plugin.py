@@ -101,6 +101,7 @@ from scheduler.plugins.dynamicresources.claims import (
     resolve,
     uid,
 )
+from scheduler.plugins.dynamicresources.diagnosis import explain_node
 from scheduler.plugins.dynamicresources.extended import (
     DeviceClassResolver,
     find_extended_claim,
@@ -203,7 +204,7 @@ def _now() -> str:
 
 
 class DynamicResources(Plugin):
-    api_version: ClassVar[str] = "1.2"
+    api_version: ClassVar[str] = "1.3"
     name: ClassVar[str] = NAME
     Args = DynamicResourcesArgs
     # Verdicts never look at the pods on a node.
@@ -670,6 +671,26 @@ class DynamicResources(Plugin):
             data.reserved[index] = result
             self.tracker.signal_pending(uid(claim), _allocated_copy(claim, result))
         return None
+
+    def explain_rejected_nodes(
+        self, state: CycleState, pod: PodInfo, node_names: list[str]
+    ) -> dict[str, list[str]]:
+        """For `explain`: per rejected node, why its devices did not fit each request."""
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State) or data.allocator is None:
+            return {}
+        claims = [data.claims[i] for i in data.to_allocate]
+        table = self.handle.table
+        out: dict[str, list[str]] = {}
+        for name in node_names:
+            row = table.row_of(name)
+            labels = table.node_info(row).labels if row is not None else {}
+            lines = explain_node(
+                data.allocator, {"metadata": {"name": name, "labels": labels}}, claims
+            )
+            if lines:
+                out[name] = lines
+        return out
 
     def node_allocation(self, data: _State, node_name: str) -> list[Mapping[str, Any]] | None:
         """The allocation Reserve keeps for ``node_name`` (what PreBind writes).

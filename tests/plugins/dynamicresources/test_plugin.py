@@ -285,3 +285,15 @@ def test_binding_conditions_of_an_allocated_claim(
     status = with_binding_conditions(allocated_on("node-b", "gpu-1"), conditions, stamp)
     result = run(catalog, [*CLUSTER, claim("mine", status=status)], pod("p", "mine"))
     assert result.feasible == (["node-b"] if usable else [])
+
+
+def test_explain_says_per_node_why_devices_did_not_fit(catalog: PluginCatalog) -> None:
+    taken = claim("other", status=allocated_on("node-a", "gpu-0"))
+    result = run(catalog, [*CLUSTER, taken, claim("c2", count=2)], pod("p", "c2"))
+    assert result.feasible == ["node-b"]
+    assert result.nodes["node-a"].details == [
+        "claim default/c2, request gpu: wants 2; the node sees 1 device(s), "
+        f"1 in class {DRIVER}, 1 matching the request's selectors, 0 of them free"
+    ]
+    assert "the node sees 0 device(s)" in result.nodes["node-c"].details[0]
+    assert result.nodes["node-b"].details == []
