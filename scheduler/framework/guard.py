@@ -39,8 +39,9 @@ __all__ = [
 
 log = get_logger("scheduler.framework.guard")
 
-WATCHDOG_INTERVAL: Final = 0.1
-"""Seconds between the watchdog's looks: a stuck call is reported at most this late."""
+WATCHDOG_INTERVAL: Final = 0.25
+"""Seconds between the watchdog's looks: a stuck call is reported at most this late.
+Each look takes the GIL from the scheduling thread, so not much more often."""
 
 
 @dataclass(slots=True)

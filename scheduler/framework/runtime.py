@@ -230,6 +230,30 @@ def _describe(value: Any) -> str:
     return type(value).__name__ if value is not None else "None"
 
 
+async def _done_within(task: asyncio.Future[Any], seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``task``; never cancel it, never wait longer.
+
+    ``asyncio.wait(..., timeout=)`` without its set and closure bookkeeping:
+    this runs for every binding-cycle hook call.
+    """
+    if task.done():
+        return True
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_: object = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    timer = asyncio.get_running_loop().call_later(seconds, wake)
+    task.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        task.remove_done_callback(wake)
+    return task.done()
+
+
 def _result_code(result: Any) -> Code:
     return result.code if isinstance(result, Status) else Code.SUCCESS
 
@@ -558,7 +582,11 @@ class Framework:
         return self._failed(call, pod, Status(Code.ERROR, (message,), call.plugin))
 
     def _status(self, call: PluginCall, pod: PodInfo, result: Any) -> Status:
-        """The call's Status; an Error status is a failure of the plugin (raised)."""
+        """The call's Status; an Error status is raised, as a failure of the call.
+
+        Ignorable under ``failurePolicy: Ignore``, but not counted against the
+        plugin's breaker (see :meth:`_failed`).
+        """
         if result is None:
             return _SUCCESS
         if isinstance(result, Status):
@@ -1081,8 +1109,7 @@ class Framework:
             result = call(args)
             if inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
-                done, _ = await asyncio.wait({task}, timeout=call.budget)
-                if not done:
+                if not await _done_within(task, call.budget):
                     abandoned = True
                     self._abandon(call, task, running)
                     raise self._async_overrun(call, pod, time.perf_counter() - start)
