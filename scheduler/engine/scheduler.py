@@ -455,9 +455,11 @@ class Scheduler:
             log.info("binding cycle ended for a deleted pod", pod=pod.key, reason=message)
             return
         if status.code is Code.ERROR:
-            self.io.record_event(
-                pod, "Warning", "FailedScheduling", f"Binding rejected: {message}", "Binding"
-            )
+            # kube's handleSchedulingFailure: the status's own text (the framework
+            # already says which plugin at which point), action Scheduling, and
+            # PodScheduled=False with reason SchedulerError.
+            self.io.record_event(pod, "Warning", "FailedScheduling", message, "Scheduling")
+            self._patch_condition(pod, "SchedulerError", message)
             self.queue.requeue_error(info)
             self._observe(profile, "error", start)
         else:

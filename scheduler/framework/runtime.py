@@ -73,6 +73,32 @@ HOOK_LABELS: Final[dict[str, str]] = {
     "post_bind": "PostBind",
 }
 
+#: How kube-scheduler's framework wraps an Error a plugin returns at each point
+#: (framework.go), so events and conditions read as kube's do.
+KUBE_ERROR_WRAP: Final[dict[str, str]] = {
+    "PreFilter": 'running PreFilter plugin "{plugin}": {message}',
+    "Filter": 'running "{plugin}" filter plugin: {message}',
+    "PreScore": 'running PreScore plugin "{plugin}": {message}',
+    "Score": 'running Score plugins: plugin "{plugin}" failed with: {message}',
+    "NormalizeScore": (
+        'running Normalize on Score plugins: plugin "{plugin}" failed with: {message}'
+    ),
+    "Reserve": 'running Reserve plugin "{plugin}": {message}',
+    "Permit": 'running Permit plugin "{plugin}": {message}',
+    "PreBind": 'running PreBind plugin "{plugin}": {message}',
+    "Bind": 'running Bind plugin "{plugin}": {message}',
+}
+
+
+def kube_wrapped(call: PluginCall, status: Status) -> Status:
+    """An Error status a plugin returned, with kube's framework prefix."""
+    template = KUBE_ERROR_WRAP.get(call.point)
+    if template is None or call.hook in ("pre_filter_add_pod", "pre_filter_remove_pod"):
+        return status.with_plugin(call.plugin)
+    message = template.format(plugin=call.plugin, message=status.message())
+    return Status(Code.ERROR, (message,), call.plugin, status.error)
+
+
 #: Hooks whose failure ``failurePolicy: Ignore`` may turn into "no opinion".
 IGNORABLE_HOOKS: Final = frozenset(
     {
@@ -170,6 +196,8 @@ class PluginCall:
     weight: int = 1
     #: The extension point label (``"Filter"``, ``"NormalizeScore"`` ...).
     point: str = ""
+    #: The hookspec's name (``"filter"``, ``"pre_filter_add_pod"`` ...).
+    hook: str = ""
     #: Seconds a call may take (see :class:`~scheduler.config.models.HookTimeouts`).
     budget: float = math.inf
     #: ``failurePolicy: Ignore`` at a point where it applies.
@@ -353,6 +381,7 @@ class Framework:
                         None if positional else indices,
                         weight,
                         point=label,
+                        hook=hook,
                         budget=self._budget(hook, budget_field, name),
                         ignore=hook in IGNORABLE_HOOKS
                         and self.failure_policy.get(name) == "Ignore",
@@ -591,7 +620,7 @@ class Framework:
             return _SUCCESS
         if isinstance(result, Status):
             if result.code is Code.ERROR:
-                raise PluginFailure(result.with_plugin(call.plugin))
+                raise PluginFailure(kube_wrapped(call, result))
             return result.with_plugin(call.plugin)
         raise self._garbage(call, pod, result, "Status or None")
 
@@ -1008,9 +1037,12 @@ class Framework:
             if status.is_success():
                 raise self._garbage(call, pod, got, "an array of scores")
             raise PluginFailure(
-                status
-                if status.code is Code.ERROR
-                else Status(Code.ERROR, status.reasons, call.plugin)
+                kube_wrapped(
+                    call,
+                    status
+                    if status.code is Code.ERROR
+                    else Status(Code.ERROR, status.reasons, call.plugin),
+                )
             )
         if type(got) is np.ndarray and got.dtype is _INT64 and got.shape == (n,):
             return got

@@ -412,12 +412,6 @@ async def test_a_class_selector_failing_at_run_time_is_reported_and_scheduling_g
     assert not allocated_devices(await dra.get_claim("broken-gpu"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="framework bug: an Error status from a Filter plugin reaches the event without "
-    "kube's 'running \"<plugin>\" filter plugin: ' prefix (scheduler/framework/runtime.py "
-    "run_filter; kube: framework.go RunFilterPlugins)",
-)
 async def test_a_class_selector_failing_at_run_time_is_reported_in_kube_scheduler_words(
     cluster: Cluster, start_daemon: StartDaemon, dra: Dra, claim_controller: None
 ) -> None:

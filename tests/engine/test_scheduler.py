@@ -289,7 +289,7 @@ async def test_server_error_on_bind_backs_off_and_retries(harness: Harness) -> N
     await harness.wait(lambda: harness.scheduler.scheduled == 1, "the retry to bind")
     assert len(harness.binder.calls) == 2
     failed = harness.io.notes("p", "FailedScheduling")
-    assert len(failed) == 1 and failed[0].startswith("Binding rejected: ")
+    assert len(failed) == 1 and failed[0].startswith('running Bind plugin "ScriptedBinder": ')
     info_attempts = [r for r in harness.io.reasons("p") if r == "Scheduled"]
     assert info_attempts == ["Scheduled"]
 

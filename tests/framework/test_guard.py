@@ -470,7 +470,7 @@ async def test_error_statuses_a_plugin_returns_never_open_its_breaker() -> None:
     fw = breaker_framework(Refused=Refused())
     for i in range(5):
         status = await fw.run_bind(CycleState(), pod(f"p{i}"), "n1")
-        assert status.message() == "the API server answered 500"
+        assert status.message() == 'running Bind plugin "Refused": the API server answered 500'
     assert not fw.breakers["Refused"].failing
 
 

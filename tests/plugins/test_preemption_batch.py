@@ -344,7 +344,7 @@ def test_a_filter_error_in_a_batch_falls_back_to_node_by_node() -> None:
     candidates, statuses, errors = dry_run(cluster, kpod("p", priority=HIGH, req=CPU2))
     assert candidates == {"node2": (["low2"], 0)}
     assert statuses["node1"][0] is Code.ERROR
-    assert errors == ["label filter broke"]
+    assert errors == ['running "LabelFilter" filter plugin: label filter broke']
 
 
 # -- eviction order --------------------------------------------------------------------------
