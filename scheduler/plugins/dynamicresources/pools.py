@@ -133,20 +133,7 @@ class Device:
 
     def node_matches(self, node: Obj) -> bool:
         """kube's ``NodeMatches`` for the device's own node selection fields."""
-        if self.node_name:
-            return _node_name(node) == self.node_name
-        if self.all_nodes:
-            return True
-        if self.raw_node_selector is not None:
-            if self._node_selector is None:
-                try:
-                    self._node_selector = NodeSelector.from_dict(self.raw_node_selector)
-                except SelectorError as err:
-                    raise AllocationError(
-                        f"failed to parse node selector {_show(self.raw_node_selector)}: {err}"
-                    ) from None
-            return self._node_selector.matches_node(node)
-        return False
+        return _node_matches(self, node)
 
 
 @dataclass(eq=False, slots=True)
@@ -186,7 +173,7 @@ class Slice:
             return True
         if self.node_name or self.all_nodes or self.raw_node_selector is not None:
             try:
-                return self._matches(node)
+                return _node_matches(self, node)
             except AllocationError as err:
                 raise AllocationError(
                     f"gather pool information: failed to perform node selection "
@@ -204,21 +191,6 @@ class Slice:
                     ) from None
             return False
         return None
-
-    def _matches(self, node: Obj) -> bool:
-        if self.node_name:
-            return _node_name(node) == self.node_name
-        if self.all_nodes:
-            return True
-        assert self.raw_node_selector is not None
-        if self._node_selector is None:
-            try:
-                self._node_selector = NodeSelector.from_dict(self.raw_node_selector)
-            except SelectorError as err:
-                raise AllocationError(
-                    f"failed to parse node selector {_show(self.raw_node_selector)}: {err}"
-                ) from None
-        return self._node_selector.matches_node(node)
 
 
 @dataclass(eq=False, slots=True)
@@ -271,6 +243,27 @@ class NodeDeviceSummary:
 
 def _node_name(node: Obj) -> str:
     return str((node.get("metadata") or {}).get("name") or "")
+
+
+def _node_matches(owner: Device | Slice, node: Obj) -> bool:
+    """kube's ``NodeMatches`` for the node selection fields of a slice or a device.
+
+    The parsed selector is kept on ``owner``: it is parsed on first use only.
+    """
+    if owner.node_name:
+        return _node_name(node) == owner.node_name
+    if owner.all_nodes:
+        return True
+    if owner.raw_node_selector is None:
+        return False
+    if owner._node_selector is None:
+        try:
+            owner._node_selector = NodeSelector.from_dict(owner.raw_node_selector)
+        except SelectorError as err:
+            raise AllocationError(
+                f"failed to parse node selector {_show(owner.raw_node_selector)}: {err}"
+            ) from None
+    return owner._node_selector.matches_node(node)
 
 
 def _show(obj: Any) -> str:
