@@ -77,6 +77,22 @@ def default_normalize_score(
     return out
 
 
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An API object's ``metadata``; empty when it has none."""
+    value = obj.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def object_name(obj: Mapping[str, Any]) -> str:
+    """An API object's ``metadata.name``; empty when it has none."""
+    return str(meta(obj).get("name") or "")
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    """An API object's ``metadata.resourceVersion``; empty when it has none."""
+    return str(meta(obj).get("resourceVersion") or "")
+
+
 def object_uid(obj: Any) -> str:
     """The UID of an event object, whether a parsed PodInfo or raw API JSON."""
     uid = getattr(obj, "uid", None)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.api import ObjectStore
+from scheduler.plugins._helpers import meta, resource_version
 
 Obj = Mapping[str, Any]
 
@@ -27,17 +28,13 @@ class AssumeError(RuntimeError):
 
 
 def _key(obj: Obj) -> tuple[str, str]:
-    m = obj.get("metadata") or {}
+    m = meta(obj)
     return str(m.get("namespace") or ""), str(m.get("name") or "")
-
-
-def _version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def newer(a: Obj, b: Obj) -> bool:
     """Whether ``a``'s resourceVersion is later than ``b``'s (kube's int64 comparison)."""
-    va, vb = _version(a), _version(b)
+    va, vb = resource_version(a), resource_version(b)
     try:
         return int(va) > int(vb)
     except ValueError:
@@ -97,7 +94,8 @@ class AssumeCache:
             raise AssumeError(f"{shown!r} not found")
         if newer(stored, obj):
             raise AssumeError(
-                f"{shown!r} is out of sync (stored: {_version(stored)}, assume: {_version(obj)})"
+                f"{shown!r} is out of sync (stored: {resource_version(stored)}, "
+                f"assume: {resource_version(obj)})"
             )
         self._assumed[key] = (obj, stored)
 
@@ -105,7 +103,7 @@ class AssumeCache:
         """Drop the assumed copy of ``obj`` (the informer's copy shows again)."""
         key = _key(obj)
         entry = self._assumed.get(key)
-        if entry is not None and _version(entry[0]) == _version(obj):
+        if entry is not None and resource_version(entry[0]) == resource_version(obj):
             del self._assumed[key]
 
     def assumed(self) -> tuple[Obj, ...]:

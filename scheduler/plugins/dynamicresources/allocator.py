@@ -37,6 +37,7 @@ from scheduler.model.devicecel import (
     DeviceInput,
     SelectorCache,
 )
+from scheduler.plugins._helpers import object_name
 from scheduler.plugins.dynamicresources.capacity import (
     Amount,
     CapacityError,
@@ -296,7 +297,7 @@ class _Search:
                 self._class_for_config,
                 self._selected_subrequest,
                 index,
-                str((self.node.get("metadata") or {}).get("name") or ""),
+                object_name(self.node),
             )
             for index, claim in enumerate(self.claims)
         ]

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduler.plugins.dynamicresources.claims import Obj, allocation, meta, status
+from scheduler.plugins._helpers import meta
+from scheduler.plugins.dynamicresources.claims import Obj, allocation, status
 
 ERR_BINDING_FAILED = "device binding failed"
 ERR_BINDING_TIMEOUT = "device binding timeout"

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.plugins._helpers import meta
 from scheduler.state.pod import PodInfo
 
 Obj = Mapping[str, Any]
@@ -46,11 +47,6 @@ class PodClaimRef:
     entry: str
     claim: str | None  # None: the controller deliberately created no claim
     must_check_owner: bool
-
-
-def meta(obj: Obj) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def status(obj: Obj) -> Mapping[str, Any]:

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.model.devicecel import CelCompileError, CelError
+from scheduler.plugins._helpers import meta
 from scheduler.plugins.dynamicresources.allocator import Allocator
-from scheduler.plugins.dynamicresources.claims import Obj, meta
+from scheduler.plugins.dynamicresources.claims import Obj
 from scheduler.plugins.dynamicresources.pools import AllocationError, Device
 
 

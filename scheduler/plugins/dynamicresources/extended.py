@@ -27,7 +27,8 @@ from typing import Any
 
 from scheduler.model.quantity import QuantityError, parse_quantity
 from scheduler.model.resources import is_extended_resource_name
-from scheduler.plugins.dynamicresources.claims import Obj, meta
+from scheduler.plugins._helpers import meta, object_name
+from scheduler.plugins.dynamicresources.claims import Obj
 from scheduler.state.pod import PodInfo
 
 #: kube's specialClaimInMemName: not a valid object name, so never a real claim's.
@@ -70,7 +71,7 @@ class DeviceClassResolver:
         mapping: dict[str, Obj] = {}
         explicit: dict[str, Obj] = {}
         for klass in classes:
-            name = str(meta(klass).get("name") or "")
+            name = object_name(klass)
             if not name:
                 continue
             mapping[DEVICE_CLASS_PREFIX + name] = klass
@@ -83,7 +84,7 @@ class DeviceClassResolver:
                 mine, theirs = _created(klass), _created(current)
                 if mine < theirs:
                     continue
-                if mine == theirs and name >= str(meta(current).get("name") or ""):
+                if mine == theirs and name >= object_name(current):
                     continue
             explicit[wanted] = klass
         mapping.update(explicit)
@@ -94,7 +95,7 @@ class DeviceClassResolver:
 
     def class_name(self, resource: str) -> str | None:
         klass = self._mapping.get(resource)
-        return None if klass is None else str(meta(klass).get("name") or "")
+        return None if klass is None else object_name(klass)
 
     def __bool__(self) -> bool:
         return bool(self._mapping)

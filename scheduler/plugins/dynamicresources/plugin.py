@@ -75,7 +75,13 @@ from scheduler.api.handle import Handle
 from scheduler.api.results import PostFilterResult
 from scheduler.config.durations import GoDuration
 from scheduler.model.selectors import NodeSelector, SelectorError
-from scheduler.plugins._helpers import PluginArgs, coerce_args, default_normalize_score
+from scheduler.plugins._helpers import (
+    PluginArgs,
+    coerce_args,
+    default_normalize_score,
+    meta,
+    object_name,
+)
 from scheduler.plugins.dynamicresources.allocator import AllocationTimeout, Allocator, SelectorCache
 from scheduler.plugins.dynamicresources.bindingconditions import (
     ERR_BINDING_TIMEOUT,
@@ -95,7 +101,6 @@ from scheduler.plugins.dynamicresources.claims import (
     consumer_ref,
     first_available_score,
     is_reserved_for,
-    meta,
     owner_error,
     reserved_for,
     resolve,
@@ -242,7 +247,7 @@ class DynamicResources(Plugin):
         if self._classes is None or self._classes[0] != revision:
             self._classes = (
                 revision,
-                {str(meta(c).get("name") or ""): c for c in store.list()},
+                {object_name(c): c for c in store.list()},
             )
         return self._classes[1]
 

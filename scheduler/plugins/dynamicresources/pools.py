@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from scheduler.model.quantity import QuantityError, parse_quantity
 from scheduler.model.selectors import NodeSelector, SelectorError
+from scheduler.plugins._helpers import object_name
 
 __all__ = [
     "AllocationError",
@@ -241,17 +242,13 @@ class NodeDeviceSummary:
     non_local: bool
 
 
-def _node_name(node: Obj) -> str:
-    return str((node.get("metadata") or {}).get("name") or "")
-
-
 def _node_matches(owner: Device | Slice, node: Obj) -> bool:
     """kube's ``NodeMatches`` for the node selection fields of a slice or a device.
 
     The parsed selector is kept on ``owner``: it is parsed on first use only.
     """
     if owner.node_name:
-        return _node_name(node) == owner.node_name
+        return object_name(node) == owner.node_name
     if owner.all_nodes:
         return True
     if owner.raw_node_selector is None:
@@ -271,7 +268,7 @@ def _show(obj: Any) -> str:
 
 
 def _parse_slice(raw: Obj) -> Slice:
-    name = str((raw.get("metadata") or {}).get("name") or "")
+    name = object_name(raw)
     spec = raw.get("spec") or {}
     pool = spec.get("pool") or {}
     where = f"ResourceSlice {name}"
@@ -365,14 +362,14 @@ class SliceIndex:
         :class:`AllocationError` for a slice whose node selector cannot be parsed,
         exactly like allocation would.
         """
-        if self._on_node.get(_node_name(node)):
+        if self._on_node.get(object_name(node)):
             return True
         return any(s.relevant_for(node) for s in self._shared)
 
     def gather_pools(self, node: Obj) -> list[Pool]:
         """kube's ``GatherPools``: the pools the node can see, in search order."""
         grouped: dict[PoolKey, list[Slice]] = {}
-        for candidate in (*self._on_node.get(_node_name(node), ()), *self._shared):
+        for candidate in (*self._on_node.get(object_name(node), ()), *self._shared):
             if not candidate.relevant_for(node):
                 continue
             current = grouped.get(candidate.pool_key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from scheduler.plugins._helpers import object_name
 from scheduler.plugins.dynamicresources.pools import AllocationError, Obj
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _configs(
         if found is None:
             continue
         request_name, device_class = found
-        class_name = str((device_class.get("metadata") or {}).get("name") or "")
+        class_name = object_name(device_class)
         existing = class_ranges.get(class_name)
         if existing is not None:
             for index in range(*existing):

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import ObjectStore
+from scheduler.plugins._helpers import meta
 from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
-from scheduler.plugins.dynamicresources.claims import Obj, allocation, key, meta
+from scheduler.plugins.dynamicresources.claims import Obj, allocation, key
 from scheduler.plugins.dynamicresources.state import AllocatedState
 
 DeviceID = tuple[str, str, str]  # driver, pool, device

@@ -19,7 +19,8 @@ from typing import Any
 
 from scheduler.model.devicecel import CelError, DeviceInput, SelectorCache
 from scheduler.model.selectors import NodeSelector, SelectorError
-from scheduler.plugins.dynamicresources.claims import Obj, meta
+from scheduler.plugins._helpers import object_name
+from scheduler.plugins.dynamicresources.claims import Obj
 from scheduler.plugins.dynamicresources.state import AllocatedState
 
 __all__ = ["DeviceTotals", "SliceSet"]
@@ -76,7 +77,7 @@ class SliceSet:
 
     def devices_for(self, node: Obj) -> Iterable[tuple[_Slice, Obj]]:
         """kube's per-slice and per-device node matching, in its (lenient) form."""
-        name = str(meta(node).get("name") or "")
+        name = object_name(node)
         for slice_ in self._on_node.get(name, ()):
             for device in slice_.devices:
                 yield slice_, device

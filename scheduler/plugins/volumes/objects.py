@@ -27,6 +27,9 @@ from scheduler.api import (
 )
 from scheduler.api.events import HintFn
 from scheduler.model.selectors import LabelSelector, SelectorError
+from scheduler.plugins._helpers import meta as meta
+from scheduler.plugins._helpers import object_name
+from scheduler.plugins._helpers import resource_version as resource_version
 from scheduler.plugins.nodeaffinity import selector_mask
 
 Obj = Mapping[str, Any]
@@ -53,11 +56,6 @@ VOLUME_AVAILABLE: Final = "Available"
 FILESYSTEM: Final = "Filesystem"
 
 
-def meta(obj: Obj) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
 def spec(obj: Obj) -> Mapping[str, Any]:
     value = obj.get("spec")
     return value if isinstance(value, Mapping) else {}
@@ -73,12 +71,7 @@ def labels(obj: Obj) -> Mapping[str, str]:
     return value if isinstance(value, Mapping) else {}
 
 
-def name(obj: Obj) -> str:
-    return str(meta(obj).get("name") or "")
-
-
-def resource_version(obj: Obj) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
+name = object_name
 
 
 def claim_key(namespace: str, claim: str) -> str:
