@@ -26,11 +26,10 @@ warning naming them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
-from scheduler.emulator.errors import ApiError
+from scheduler.emulator.reconciler import Reconciler
 from scheduler.emulator.resources import ResourceType
 from scheduler.emulator.store import Store
 from scheduler.emulator.watch import Change
@@ -44,7 +43,6 @@ POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256
 _MAX_BASE = 57  # room for the apiserver's 5 random characters in a 63-character name
-_SKIPPABLE = (ApiError, ValueError, TypeError, KeyError, AttributeError)
 
 
 def _items(value: Any) -> list[Any]:
@@ -95,34 +93,23 @@ def _status_claim(pod: Obj, name: str) -> tuple[bool, str | None]:
     return False, None
 
 
-class ClaimController:
+class ClaimController(Reconciler):
     """Creates claims from templates, releases reservations, deallocates and deletes."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        super().__init__(store, "claim controller", log)
         self.pods = store.type("", "v1", "pods")
         self.claims = store.type("resource.k8s.io", "v1", "resourceclaims")
         self.templates = store.type("resource.k8s.io", "v1", "resourceclaimtemplates")
         self._pods: set[Key] = set()
         self._claims: set[Key] = set()
         self._deleted: set[str] = set()  # uids of pods seen deleted (kube's deletedObjects)
-        self._scheduled = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._warned: set[tuple[str, Key, str]] = set()
 
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.store.listeners.append(self._on_change)
+    def _seed(self) -> None:
         for key, entry in self.store.collection(self.pods).objects.items():
             if _items(_map(entry.obj.get("spec")).get("resourceClaims")):
                 self._pods.add(key)
         self._claims.update(self.store.collection(self.claims).objects)
-        self._schedule()
-
-    def stop(self) -> None:
-        if self._on_change in self.store.listeners:
-            self.store.listeners.remove(self._on_change)
-        self._loop = None
 
     # -- what to look at ---------------------------------------------------------
 
@@ -169,33 +156,13 @@ class ClaimController:
             if owning_pod(claim)[1] == uid or any(_map(r).get("uid") == uid for r in reserved):
                 self._claims.add(key)
 
-    def _schedule(self) -> None:
-        if not self._scheduled and self._loop is not None:
-            self._scheduled = True
-            self._loop.call_soon(self._run)
-
-    def _run(self) -> None:
-        self._scheduled = False
+    def _reconcile(self) -> None:
         pods, self._pods = self._pods, set()
         claims, self._claims = self._claims, set()
         for key in sorted(pods):
             self._guard("Pod", key, self._sync_pod)
         for key in sorted(claims):
             self._guard("ResourceClaim", key, self._sync_claim)
-
-    def _guard(self, kind: str, key: Key, sync: Any) -> None:
-        try:
-            sync(key)
-        except _SKIPPABLE as exc:
-            name = "/".join(p for p in key if p)
-            detail = exc.message if isinstance(exc, ApiError) else str(exc)
-            if (kind, key, detail) not in self._warned:
-                self._warned.add((kind, key, detail))
-                log.warning("claim controller: skipping %s %s: %s", kind, name, detail)
-
-    def _get(self, rt: ResourceType, key: Key) -> Obj | None:
-        entry = self.store.collection(rt).objects.get(key)
-        return entry.obj if entry is not None else None
 
     # -- pods ----------------------------------------------------------------------
 

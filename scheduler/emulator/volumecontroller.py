@@ -25,13 +25,12 @@ Objects it cannot make sense of are skipped with a warning naming them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from fractions import Fraction
 from typing import Any
 
 from scheduler.emulator import quantity
-from scheduler.emulator.errors import ApiError
+from scheduler.emulator.reconciler import Reconciler
 from scheduler.emulator.resources import ResourceType
 from scheduler.emulator.store import Store
 from scheduler.emulator.watch import Change
@@ -50,9 +49,6 @@ ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-# What a failed reconcile of one object can raise: API refusals and malformed input.
-_SKIPPABLE = (ApiError, ValueError, TypeError, KeyError, AttributeError)
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -94,11 +90,11 @@ def _claim_ref(claim: Obj) -> Obj:
     }
 
 
-class VolumeController:
+class VolumeController(Reconciler):
     """Binds claims and volumes and provisions volumes, as the controllers would."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        super().__init__(store, "volume controller", log)
         self.pods = store.type("", "v1", "pods")
         self.nodes = store.type("", "v1", "nodes")
         self.claims = store.type("", "v1", "persistentvolumeclaims")
@@ -107,22 +103,11 @@ class VolumeController:
         self._pods: set[Key] = set()
         self._claims: set[Key] = set()
         self._volumes: set[Key] = set()
-        self._scheduled = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._warned: set[tuple[str, Key, str]] = set()
 
-    def start(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.store.listeners.append(self._on_change)
+    def _seed(self) -> None:
         self._pods.update(self.store.collection(self.pods).objects)
         self._claims.update(self.store.collection(self.claims).objects)
         self._volumes.update(self.store.collection(self.volumes).objects)
-        self._schedule()
-
-    def stop(self) -> None:
-        if self._on_change in self.store.listeners:
-            self.store.listeners.remove(self._on_change)
-        self._loop = None
 
     # -- what to look at ---------------------------------------------------------
 
@@ -157,13 +142,7 @@ class VolumeController:
             if not (entry.obj.get("spec") or {}).get("volumeName"):
                 self._claims.add(claim_key)
 
-    def _schedule(self) -> None:
-        if not self._scheduled and self._loop is not None:
-            self._scheduled = True
-            self._loop.call_soon(self._run)
-
-    def _run(self) -> None:
-        self._scheduled = False
+    def _reconcile(self) -> None:
         pods, self._pods = self._pods, set()
         volumes, self._volumes = self._volumes, set()
         claims, self._claims = self._claims, set()
@@ -173,21 +152,6 @@ class VolumeController:
             self._guard("PersistentVolume", key, self._sync_volume)
         for key in sorted(claims):
             self._guard("PersistentVolumeClaim", key, self._sync_claim)
-
-    def _guard(self, kind: str, key: Key, sync: Any) -> None:
-        try:
-            sync(key)
-        except _SKIPPABLE as exc:
-            name = "/".join(p for p in key if p)
-            detail = exc.message if isinstance(exc, ApiError) else str(exc)
-            # Each change re-examines waiting claims: say it once, not on every pass.
-            if (kind, key, detail) not in self._warned:
-                self._warned.add((kind, key, detail))
-                log.warning("volume controller: skipping %s %s: %s", kind, name, detail)
-
-    def _get(self, rt: ResourceType, key: Key) -> Obj | None:
-        entry = self.store.collection(rt).objects.get(key)
-        return entry.obj if entry is not None else None
 
     # -- ephemeral volumes -------------------------------------------------------
 
