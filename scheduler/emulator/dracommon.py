@@ -26,6 +26,7 @@ from scheduler.emulator.validation import (
     qualified_name_errors,
     required,
 )
+from scheduler.model.resources import is_extended_resource_name
 
 Obj = dict[str, Any]
 
@@ -380,15 +381,8 @@ def device_class(obj: Obj, old: Obj | None = None) -> list[Cause]:
         "spec.config",
     )
     name = spec.get("extendedResourceName")
-    if name is not None and not _extended_resource_name(str(name)):
+    if name is not None and not is_extended_resource_name(str(name)):
         causes.append(
             invalid("spec.extendedResourceName", name, "must be a valid extended resource name")
         )
     return causes
-
-
-def _extended_resource_name(name: str) -> bool:
-    """v1helper.IsExtendedResourceName."""
-    if ("/" not in name or "kubernetes.io/" in name) or name.startswith("requests."):
-        return False
-    return not qualified_name_errors("requests." + name)
