@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scheduler.emulator.dracommon import items, mapping
 from scheduler.emulator.reconciler import Reconciler
 from scheduler.emulator.resources import ResourceType
 from scheduler.emulator.store import Store
@@ -45,18 +46,10 @@ RESERVED_FOR_MAX = 256
 _MAX_BASE = 57  # room for the apiserver's 5 random characters in a 63-character name
 
 
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _map(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def is_pod_done(pod: Obj) -> bool:
     """isPodDone: terminal, or deleted before it was ever scheduled."""
-    phase = _map(pod.get("status")).get("phase")
-    spec = _map(pod.get("spec"))
+    phase = mapping(pod.get("status")).get("phase")
+    spec = mapping(pod.get("spec"))
     return phase in ("Succeeded", "Failed") or bool(
         pod["metadata"].get("deletionTimestamp") and not spec.get("nodeName")
     )
@@ -77,8 +70,8 @@ def generate_name(pod_name: str, claim_name: str) -> str:
 
 def owning_pod(claim: Obj) -> tuple[str, str]:
     """The pod that controls ``claim`` (name, uid), or empty strings."""
-    for ref in _items(claim["metadata"].get("ownerReferences")):
-        ref = _map(ref)
+    for ref in items(claim["metadata"].get("ownerReferences")):
+        ref = mapping(ref)
         if ref.get("controller") and ref.get("apiVersion") == "v1" and ref.get("kind") == "Pod":
             return str(ref.get("name") or ""), str(ref.get("uid") or "")
     return "", ""
@@ -86,8 +79,8 @@ def owning_pod(claim: Obj) -> tuple[str, str]:
 
 def _status_claim(pod: Obj, name: str) -> tuple[bool, str | None]:
     """(recorded, claim name) of a template pod claim in pod.status.resourceClaimStatuses."""
-    for entry in _items(_map(pod.get("status")).get("resourceClaimStatuses")):
-        if _map(entry).get("name") == name:
+    for entry in items(mapping(pod.get("status")).get("resourceClaimStatuses")):
+        if mapping(entry).get("name") == name:
             value = entry.get("resourceClaimName")
             return True, str(value) if value is not None else None
     return False, None
@@ -107,7 +100,7 @@ class ClaimController(Reconciler):
 
     def _seed(self) -> None:
         for key, entry in self.store.collection(self.pods).objects.items():
-            if _items(_map(entry.obj.get("spec")).get("resourceClaims")):
+            if items(mapping(entry.obj.get("spec")).get("resourceClaims")):
                 self._pods.add(key)
         self._claims.update(self.store.collection(self.claims).objects)
 
@@ -117,7 +110,7 @@ class ClaimController(Reconciler):
         key = rt.storage_key
         obj = change.entry.obj
         if key == self.pods.storage_key:
-            if not _items(_map(obj.get("spec")).get("resourceClaims")):
+            if not items(mapping(obj.get("spec")).get("resourceClaims")):
                 return
             if change.type == "DELETED":
                 self._deleted.add(str(obj["metadata"].get("uid") or ""))
@@ -136,8 +129,8 @@ class ClaimController(Reconciler):
             namespace, name = change.key
             for pod_key, entry in self.store.collection(self.pods).objects.items():
                 if pod_key[0] == namespace and any(
-                    _map(c).get("resourceClaimTemplateName") == name
-                    for c in _items(_map(entry.obj.get("spec")).get("resourceClaims"))
+                    mapping(c).get("resourceClaimTemplateName") == name
+                    for c in items(mapping(entry.obj.get("spec")).get("resourceClaims"))
                 ):
                     self._pods.add(pod_key)
         else:
@@ -152,8 +145,8 @@ class ClaimController(Reconciler):
             if key[0] != namespace:
                 continue
             claim = entry.obj
-            reserved = _items(_map(claim.get("status")).get("reservedFor"))
-            if owning_pod(claim)[1] == uid or any(_map(r).get("uid") == uid for r in reserved):
+            reserved = items(mapping(claim.get("status")).get("reservedFor"))
+            if owning_pod(claim)[1] == uid or any(mapping(r).get("uid") == uid for r in reserved):
                 self._claims.add(key)
 
     def _reconcile(self) -> None:
@@ -171,8 +164,8 @@ class ClaimController(Reconciler):
         if pod is None or pod["metadata"].get("deletionTimestamp") or is_pod_done(pod):
             return
         created: dict[str, str] = {}
-        for pod_claim in _items(_map(pod.get("spec")).get("resourceClaims")):
-            pod_claim = _map(pod_claim)
+        for pod_claim in items(mapping(pod.get("spec")).get("resourceClaims")):
+            pod_claim = mapping(pod_claim)
             if pod_claim.get("resourceClaimTemplateName") is None:
                 continue
             name = self._claim_for_template(pod, pod_claim)
@@ -181,7 +174,7 @@ class ClaimController(Reconciler):
         if created:
             self._record(pod, created)
             pod = self._get(self.pods, key) or pod
-        if _map(pod.get("spec")).get("nodeName"):
+        if mapping(pod.get("spec")).get("nodeName"):
             self._reserve_for(pod)
 
     def _claim_for_template(self, pod: Obj, pod_claim: Obj) -> str | None:
@@ -223,9 +216,9 @@ class ClaimController(Reconciler):
     @staticmethod
     def _claim_from(pod: Obj, pod_claim_name: str, template: Obj) -> Obj:
         meta = pod["metadata"]
-        spec = _map(template.get("spec"))
-        template_meta = _map(spec.get("metadata"))
-        annotations = dict(_map(template_meta.get("annotations")))
+        spec = mapping(template.get("spec"))
+        template_meta = mapping(spec.get("metadata"))
+        annotations = dict(mapping(template_meta.get("annotations")))
         annotations[POD_CLAIM_ANNOTATION] = pod_claim_name
         claim_meta: Obj = {
             "generateName": generate_name(str(meta["name"]), pod_claim_name),
@@ -254,11 +247,11 @@ class ClaimController(Reconciler):
         """Apply the new entries to status.resourceClaimStatuses (a map list keyed by name)."""
 
         def change(obj: Obj) -> Obj:
-            status = dict(_map(obj.get("status")))
+            status = dict(mapping(obj.get("status")))
             entries = [
                 e
-                for e in _items(status.get("resourceClaimStatuses"))
-                if _map(e).get("name") not in created
+                for e in items(status.get("resourceClaimStatuses"))
+                if mapping(e).get("name") not in created
             ]
             entries += [{"name": n, "resourceClaimName": c} for n, c in created.items()]
             status["resourceClaimStatuses"] = entries
@@ -273,27 +266,27 @@ class ClaimController(Reconciler):
         """A pod bound without the scheduler: reserve its allocated claims for it."""
         meta = pod["metadata"]
         namespace = meta.get("namespace", "")
-        for pod_claim in _items(_map(pod.get("spec")).get("resourceClaims")):
-            pod_claim = _map(pod_claim)
+        for pod_claim in items(mapping(pod.get("spec")).get("resourceClaims")):
+            pod_claim = mapping(pod_claim)
             claim_name = pod_claim.get("resourceClaimName")
             if claim_name is None:
                 claim_name = _status_claim(pod, str(pod_claim.get("name") or ""))[1]
             claim = self._get(self.claims, (namespace, str(claim_name))) if claim_name else None
             if claim is None:
                 continue
-            status = _map(claim.get("status"))
-            reserved = _items(status.get("reservedFor"))
+            status = mapping(claim.get("status"))
+            reserved = items(status.get("reservedFor"))
             if (
                 status.get("allocation") is None
-                or any(_map(r).get("uid") == meta.get("uid") for r in reserved)
+                or any(mapping(r).get("uid") == meta.get("uid") for r in reserved)
                 or len(reserved) >= RESERVED_FOR_MAX
             ):
                 continue
             consumer = {"resource": "pods", "name": meta["name"], "uid": meta.get("uid", "")}
 
             def change(obj: Obj, consumer: Obj = consumer) -> Obj:
-                status = dict(_map(obj.get("status")))
-                status["reservedFor"] = [*_items(status.get("reservedFor")), consumer]
+                status = dict(mapping(obj.get("status")))
+                status["reservedFor"] = [*items(status.get("reservedFor")), consumer]
                 return {**obj, "status": status}
 
             self.store.mutate(self.claims, namespace, str(claim_name), change, subresource="status")
@@ -318,16 +311,16 @@ class ClaimController(Reconciler):
         if claim is None:
             return
         namespace, name = key
-        status = _map(claim.get("status"))
-        reserved = _items(status.get("reservedFor"))
-        remaining = [r for r in reserved if self._keeps(namespace, _map(r))]
+        status = mapping(claim.get("status"))
+        reserved = items(status.get("reservedFor"))
+        remaining = [r for r in reserved if self._keeps(namespace, mapping(r))]
         finalizers = list(claim["metadata"].get("finalizers") or [])
         if len(remaining) < len(reserved):
             # The last consumer gone: a claim the scheduler allocated is deallocated.
             deallocate = not remaining and FINALIZER in finalizers
 
             def release(obj: Obj) -> Obj:
-                new_status = dict(_map(obj.get("status")))
+                new_status = dict(mapping(obj.get("status")))
                 if remaining:
                     new_status["reservedFor"] = remaining
                 else:
@@ -339,7 +332,7 @@ class ClaimController(Reconciler):
             claim = self.store.mutate(
                 self.claims, namespace, name, release, subresource="status"
             ).obj
-            if FINALIZER in finalizers and "allocation" not in _map(claim.get("status")):
+            if FINALIZER in finalizers and "allocation" not in mapping(claim.get("status")):
                 claim = self._drop_finalizer(claim)
         elif (
             FINALIZER in finalizers and claim["metadata"].get("deletionTimestamp") and not remaining
@@ -347,7 +340,7 @@ class ClaimController(Reconciler):
             if "allocation" in status:
 
                 def deallocate_only(obj: Obj) -> Obj:
-                    new_status = dict(_map(obj.get("status")))
+                    new_status = dict(mapping(obj.get("status")))
                     new_status.pop("allocation", None)
                     return {**obj, "status": new_status}
 
