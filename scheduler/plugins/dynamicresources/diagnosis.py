@@ -15,15 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.model.devicecel import CelCompileError, CelError
-from scheduler.plugins._helpers import meta
 from scheduler.plugins.dynamicresources.allocator import Allocator
-from scheduler.plugins.dynamicresources.claims import Obj
+from scheduler.plugins.dynamicresources.claims import Obj, key
 from scheduler.plugins.dynamicresources.pools import AllocationError, Device
-
-
-def _shown(claim: Obj) -> str:
-    m = meta(claim)
-    return f"{m.get('namespace')}/{m.get('name')}"
 
 
 def _alternatives(request: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -90,7 +84,7 @@ def explain_node(allocator: Allocator, node: Obj, claims: Sequence[Obj]) -> list
             for name, spec in _alternatives(request):
                 class_name = str(spec.get("deviceClassName") or "")
                 device_class = allocator.classes.get(class_name)
-                head = f"claim {_shown(claim)}, request {name}"
+                head = f"claim {key(claim)}, request {name}"
                 if device_class is None:
                     lines.append(f"{head}: device class {class_name} does not exist")
                     continue

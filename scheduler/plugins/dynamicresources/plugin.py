@@ -81,6 +81,7 @@ from scheduler.plugins._helpers import (
     default_normalize_score,
     meta,
     object_name,
+    resource_version,
 )
 from scheduler.plugins.dynamicresources.allocator import AllocationTimeout, Allocator, SelectorCache
 from scheduler.plugins.dynamicresources.bindingconditions import (
@@ -101,6 +102,7 @@ from scheduler.plugins.dynamicresources.claims import (
     consumer_ref,
     first_available_score,
     is_reserved_for,
+    key,
     owner_error,
     reserved_for,
     resolve,
@@ -368,9 +370,8 @@ class DynamicResources(Plugin):
         return None
 
     def _node_selector(self, claim: Obj, raw: Any) -> NodeSelector | None:
-        key = f"{meta(claim).get('namespace')}/{meta(claim).get('name')}"
-        version = str(meta(claim).get("resourceVersion") or "")
-        cached = self._selectors.get(key)
+        claim_key, version = key(claim), resource_version(claim)
+        cached = self._selectors.get(claim_key)
         if cached is not None and cached[0] == version and version:
             return cached[1]
         try:
@@ -381,7 +382,7 @@ class DynamicResources(Plugin):
             selector = NodeSelector()  # matches nothing
         if len(self._selectors) > 100_000:
             self._selectors.clear()
-        self._selectors[key] = (version, selector)
+        self._selectors[claim_key] = (version, selector)
         return selector
 
     # -- Filter -----------------------------------------------------------------------
@@ -752,7 +753,7 @@ class DynamicResources(Plugin):
             await client.request("DELETE", _claim_path(claim))
         except Exception as err:  # a later attempt finds the claim and deletes it again
             self.handle.logger.warning(
-                "delete failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+                "delete failed", pod=pod.key, resourceclaim=key(claim), error=str(err)
             )
 
     async def _unreserve_claim(self, claim: Obj, pod: PodInfo) -> None:
@@ -771,7 +772,7 @@ class DynamicResources(Plugin):
             )
         except Exception as err:  # retried when the pod is scheduled again
             self.handle.logger.warning(
-                "unreserve failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+                "unreserve failed", pod=pod.key, resourceclaim=key(claim), error=str(err)
             )
 
     def _spawn(self, coro: Any) -> None:
@@ -831,9 +832,7 @@ class DynamicResources(Plugin):
                 m = meta(claim)
                 current = self.tracker.get(str(m.get("namespace")), str(m.get("name")))
                 if current is None:
-                    return Status.error_status(
-                        f'could not find ResourceClaim "{_claim_key(claim)}"'
-                    )
+                    return Status.error_status(f'could not find ResourceClaim "{key(claim)}"')
                 data.claims[index] = current
                 try:
                     if claim_ready(current):
@@ -951,11 +950,11 @@ class DynamicResources(Plugin):
                         fetched = await client.request("GET", _claim_path(claim))
                     except Exception as err:
                         raise _BindError(
-                            f"get updated claim {_claim_key(claim)} after conflict: {err}"
+                            f"get updated claim {key(claim)} after conflict: {err}"
                         ) from err
                     current = _deep_copy(fetched)
                 if meta(current).get("deletionTimestamp"):
-                    raise _BindError(f"claim {_claim_key(claim)} got deleted in the meantime")
+                    raise _BindError(f"claim {key(claim)} got deleted in the meantime")
                 try:
                     written = await self._write_claim(pod, current, result)
                     break
@@ -963,7 +962,7 @@ class DynamicResources(Plugin):
                     continue
             else:
                 raise _BindError(
-                    f"add reservation to claim {_claim_key(claim)}: the object has been "
+                    f"add reservation to claim {key(claim)}: the object has been "
                     "modified; please apply your changes to the latest version and try again"
                 )
         finally:
@@ -986,9 +985,7 @@ class DynamicResources(Plugin):
         status = claim.setdefault("status", {})
         if result is not None:
             if status.get("allocation") is not None:
-                raise _BindError(
-                    f"claim {_claim_key(claim)} got allocated elsewhere in the meantime"
-                )
+                raise _BindError(f"claim {key(claim)} got allocated elsewhere in the meantime")
             finalizers = claim["metadata"].setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
@@ -997,14 +994,14 @@ class DynamicResources(Plugin):
                 except Exception as err:
                     if _is_conflict(err):
                         raise _Conflict from err
-                    raise _BindError(f"add finalizer to claim {_claim_key(claim)}: {err}") from err
+                    raise _BindError(f"add finalizer to claim {key(claim)}: {err}") from err
                 claim = _deep_copy(updated)
                 status = claim.setdefault("status", {})
             status["allocation"] = _deep_copy(result)
         status.setdefault("reservedFor", [])
         status["reservedFor"] = [*(status.get("reservedFor") or []), consumer_ref(pod)]
         if status.get("allocation") is None:
-            raise _BindError(f"claim {_claim_key(claim)} got deallocated elsewhere in the meantime")
+            raise _BindError(f"claim {key(claim)} got deallocated elsewhere in the meantime")
         if not status["allocation"].get("allocationTimestamp"):
             status["allocation"]["allocationTimestamp"] = _now()
         try:
@@ -1015,7 +1012,7 @@ class DynamicResources(Plugin):
             what = (
                 "add allocation and reservation to" if result is not None else "add reservation to"
             )
-            raise _BindError(f"{what} claim {_claim_key(claim)}: {err}") from err
+            raise _BindError(f"{what} claim {key(claim)}: {err}") from err
         return updated if isinstance(updated, Mapping) else claim
 
     # -- PostFilter -------------------------------------------------------------------
@@ -1053,7 +1050,7 @@ class DynamicResources(Plugin):
             await self.handle.client.request("PUT", _claim_path(claim) + "/status", body=body)
         except Exception as err:
             self.handle.logger.warning(
-                "deallocation failed", pod=pod.key, resourceclaim=_claim_key(claim), error=str(err)
+                "deallocation failed", pod=pod.key, resourceclaim=key(claim), error=str(err)
             )
 
     # -- queueing hints ---------------------------------------------------------------
@@ -1181,11 +1178,6 @@ def _deep_copy(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_deep_copy(v) for v in obj]
     return obj
-
-
-def _claim_key(claim: Obj) -> str:
-    m = meta(claim)
-    return f"{m.get('namespace')}/{m.get('name')}"
 
 
 def _claim_path(claim: Obj) -> str:

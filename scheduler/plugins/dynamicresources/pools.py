@@ -258,13 +258,9 @@ def _node_matches(owner: Device | Slice, node: Obj) -> bool:
             owner._node_selector = NodeSelector.from_dict(owner.raw_node_selector)
         except SelectorError as err:
             raise AllocationError(
-                f"failed to parse node selector {_show(owner.raw_node_selector)}: {err}"
+                f"failed to parse node selector {owner.raw_node_selector!r}: {err}"
             ) from None
     return owner._node_selector.matches_node(node)
-
-
-def _show(obj: Any) -> str:
-    return repr(obj)
 
 
 def _parse_slice(raw: Obj) -> Slice:
