@@ -20,7 +20,7 @@ from scheduler.emulator import quantity
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]
 
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -175,7 +175,7 @@ def qualified_name_errors(value: str) -> list[str]:
         out.append("name part must be non-empty")
     elif len(name) > 63:
         out.append("name part must be no more than 63 bytes")
-    if not _QUALIFIED_NAME.match(name):
+    if not _QUALIFIED_NAME.fullmatch(name):
         out.append(f"name part {QUALIFIED_NAME_MSG}")
     return out
 
