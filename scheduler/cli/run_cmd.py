@@ -146,7 +146,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the scheduler daemon against a cluster",
         description="Run the scheduler against the cluster of --kubeconfig (or "
         "clientConnection.kubeconfig, or in-cluster config). Exits non-zero when "
-        "it loses its leader lease, as kube-scheduler does.",
+        "it loses its leader lease, as kube-scheduler does (1), and with 3 when a "
+        "plugin hook held it past pluggableScheduler.shutdownGracePeriod after "
+        "SIGTERM.",
     )
     add_config_option(parser)
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")

@@ -4,7 +4,9 @@ Wiring only: each part lives in its own module. Informers run from start-up,
 also on a standby replica, so a newly elected leader has warm caches; the
 scheduling loop runs only while leading. Losing the lease ends the process
 with a non-zero exit, as kube-scheduler does, so that the Deployment restarts
-it clean rather than risk two leaders acting on stale state.
+it clean rather than risk two leaders acting on stale state. Under ``run``,
+health, metrics, the lease and signals live on a control thread
+(:mod:`scheduler.engine.control`) that plugin hooks cannot hold up.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import gc
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
@@ -556,7 +559,8 @@ class Daemon:
             yield
             return
         sigs = (signal.SIGTERM, signal.SIGINT)
-        if self.control is None:
+        # signal.signal works in the main thread only (where ``run`` runs).
+        if self.control is None or threading.current_thread() is not threading.main_thread():
             for sig in sigs:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.add_signal_handler(sig, self.request_stop)
