@@ -281,6 +281,11 @@ class ControlThread:
         what the daemon already decided if that is an error.
         """
         code = self.daemon.exit_code or code
+        # The log line and the flush below can block (stdout a full pipe whose
+        # lock the held thread owns): they must not keep the process alive.
+        backstop = threading.Timer(1.0, self._exit_process, (code,))
+        backstop.daemon = True
+        backstop.start()
         log.error(
             "the scheduling loop did not stop within the grace period (a plugin holds it); "
             "exiting without releasing the lease",
@@ -292,3 +297,4 @@ class ControlThread:
             with contextlib.suppress(Exception):
                 stream.flush()
         self._exit_process(code)
+        backstop.cancel()  # only reached when exit_process returns (tests)
