@@ -103,7 +103,6 @@ class ControlThread:
         self.elector: LeaderElector | None = None
         self._elector_task: asyncio.Task[None] | None = None
         self._deadline: asyncio.TimerHandle | None = None
-        self._closing: asyncio.Event | None = None
 
     # -- called from the scheduling loop's thread ---------------------------------
 
@@ -121,10 +120,6 @@ class ControlThread:
         """The bind gate: we lead and renewed recently (read from the elector, lock-free)."""
         elector = self.elector
         return elector is not None and elector.holds_lease
-
-    @property
-    def is_leader(self) -> bool:
-        return self.elector is not None and self.elector.is_leader
 
     @property
     def client(self) -> KubeClient:
@@ -201,7 +196,6 @@ class ControlThread:
             loop.close()
 
     async def _open(self) -> None:
-        self._closing = asyncio.Event()
         health = self.daemon.health
         if health is not None:
             health.add_liveness_check("scheduling-loop", self._heartbeat_check)

@@ -242,3 +242,84 @@ async def test_a_held_leader_that_loses_its_lease_exits_with_the_lost_lease_code
     assert code == EXIT_LOST_LEASE, output[-3000:]
     assert "lease taken by another holder" in output
     assert (await cluster.client.get(lease_path))["spec"]["holderIdentity"] == "intruder"
+
+
+async def start_run(cluster: Cluster, config: dict[str, Any], tmp: Path, name: str) -> Any:
+    """A ``run`` process with the test plugins; its output goes to ``tmp/name.log``."""
+    config_file = tmp / f"{name}.json"
+    config_file.write_text(json.dumps(config))
+    script = tmp / "run.py"
+    script.write_text(RUN_WITH_TEST_PLUGINS)
+    with (tmp / f"{name}.log").open("wb") as log:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            str(config_file),
+            str(cluster.backend.kubeconfig),
+            stdout=log,
+            stderr=log,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+
+
+async def test_a_held_leader_keeps_its_lease_until_sigterm_then_the_standby_takes_over(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Two replicas: no failover churn while the leader is held, a takeover after SIGTERM.
+
+    The held leader exits 3 without releasing the lease; the standby leads
+    once the lease has expired.
+    """
+    await cluster.create_node("n1")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"filter": {"enabled": [{"name": "BlockingFilter"}]}},
+    }
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
+
+    def config() -> dict[str, Any]:
+        return scheduler_config(
+            [profile],
+            leader_elect=True,
+            namespace=cluster.namespace,
+            lease="control-lease",
+            pluggableScheduler={
+                "serverAddress": f"127.0.0.1:{free_port()}",
+                "shutdownGracePeriod": f"{GRACE}s",
+            },
+        )
+
+    async def holder() -> str:
+        return str((await cluster.client.get(lease_path))["spec"].get("holderIdentity") or "")
+
+    procs = []
+    try:
+        leader = await start_run(cluster, config(), tmp_path, "leader")
+        procs.append(leader)
+        await cluster.create_pod("fine")
+        await cluster.wait_bound(["fine"], within=30)
+        standby = await start_run(cluster, config(), tmp_path, "standby")
+        procs.append(standby)
+        await cluster.create_pod("blocked", labels={"block": "spin"})
+        await asyncio.sleep(1.0)
+        assert (await holder()).endswith(f"_{leader.pid}")
+        first = renew_time(await cluster.client.get(lease_path))
+        await asyncio.sleep(5.0)  # 2.5 lease durations with the leader held
+        assert (await holder()).endswith(f"_{leader.pid}")
+        assert renew_time(await cluster.client.get(lease_path)) > first
+        leader.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(leader.wait(), GRACE + 5)
+        assert code == EXIT_STUCK, (tmp_path / "leader.log").read_text()[-3000:]
+
+        async def standby_leads() -> bool:
+            return (await holder()).endswith(f"_{standby.pid}")
+
+        await wait_until(standby_leads, within=10, message="the standby to take the lease")
+        assert standby.returncode is None
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    await cluster.assert_bound_exactly_once(["fine"])
