@@ -7,6 +7,7 @@ import asyncio
 import gc
 import os
 import socket
+from collections.abc import Awaitable
 from pathlib import Path
 
 from scheduler.cli.common import (
@@ -53,7 +54,21 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
             ) from exc
         raise UserError(f"cannot use kubeconfig {path}: {cause}") from exc
     try:
-        daemon = Daemon(config, PluginCatalog.discover(), client, freeze_gc_after_sync=True)
+
+        def control_client() -> Awaitable[KubeClient]:
+            # The control thread's own client: lease renewals never wait behind
+            # the scheduler's requests or its rate limiter.
+            return KubeClient.from_kubeconfig(
+                path, qps=conn.qps, burst=conn.burst, content_type=conn.content_type
+            )
+
+        daemon = Daemon(
+            config,
+            PluginCatalog.discover(),
+            client,
+            freeze_gc_after_sync=True,
+            control_client=control_client,
+        )
         return await daemon.run()
     finally:
         await client.close()
@@ -131,7 +146,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the scheduler daemon against a cluster",
         description="Run the scheduler against the cluster of --kubeconfig (or "
         "clientConnection.kubeconfig, or in-cluster config). Exits non-zero when "
-        "it loses its leader lease, as kube-scheduler does.",
+        "it loses its leader lease, as kube-scheduler does (1), and with 3 when a "
+        "plugin hook held it past pluggableScheduler.shutdownGracePeriod after "
+        "SIGTERM.",
     )
     add_config_option(parser)
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")

@@ -394,6 +394,28 @@ class SchedulerExtensions(_ConfigModel):
         description="When a plugin that keeps failing is taken out of its profile, and "
         "for how long.",
     )
+    shutdown_grace_period: GoDuration = Field(
+        default=25.0,
+        json_schema_extra=_shown(25.0),
+        gt=0,
+        le=3600,
+        description="Longest a stop (SIGTERM, lost lease) takes, whatever plugins do: "
+        "in-flight bindings get this long less a few seconds to finish; if the scheduling "
+        "loop has not finished by then (a plugin holds it) `run` ends the process with "
+        "exit code 3, leaving the lease to expire. Keep it below the pod's "
+        "`terminationGracePeriodSeconds` (30 s by default).",
+    )
+    scheduling_loop_stall_limit: GoDuration = Field(
+        default=60.0,
+        json_schema_extra=_shown(60.0),
+        gt=0,
+        le=MAX_GO_DURATION_SECONDS,
+        description="`/livez` and `/healthz` fail (check `scheduling-loop`) once the "
+        "scheduling loop has not run for this long, e.g. a plugin hook that never "
+        "returns: the kubelet then restarts the container, the only way to take such a "
+        "hook out. Health and metrics keep answering meanwhile and the lease keeps being "
+        "renewed (they run on a thread of their own).",
+    )
 
     @field_validator("server_address")
     @classmethod

@@ -4,7 +4,9 @@ Wiring only: each part lives in its own module. Informers run from start-up,
 also on a standby replica, so a newly elected leader has warm caches; the
 scheduling loop runs only while leading. Losing the lease ends the process
 with a non-zero exit, as kube-scheduler does, so that the Deployment restarts
-it clean rather than risk two leaders acting on stale state.
+it clean rather than risk two leaders acting on stale state. Under ``run``,
+health, metrics, the lease and signals live on a control thread
+(:mod:`scheduler.engine.control`) that plugin hooks cannot hold up.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import gc
 import os
 import signal
 import socket
+import threading
+import time
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
@@ -24,6 +28,8 @@ from scheduler.api.events import ActionType, ClusterEvent
 from scheduler.api.handle import ObjectStore
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.engine.cache import SchedulerCache
+from scheduler.engine.control import EXIT_STUCK as CONTROL_EXIT_STUCK
+from scheduler.engine.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.engine.events import (
     NODE_ADD,
     NODE_DELETE,
@@ -66,6 +72,9 @@ log = structlog.get_logger("scheduler.daemon")
 
 EXIT_OK = 0
 EXIT_LOST_LEASE = 1
+#: ``run`` only: a stop the scheduling loop did not finish within
+#: ``shutdownGracePeriod`` (a plugin held it); see scheduler.engine.control.
+EXIT_STUCK = CONTROL_EXIT_STUCK
 
 #: Seconds a graceful stop waits to release the lease before leaving it to expire.
 RELEASE_WITHIN = 2.0
@@ -148,8 +157,21 @@ class Daemon:
         serve_health: bool = True,
         seed: int | None = None,
         freeze_gc_after_sync: bool = False,
+        control_client: ClientFactory | None = None,
     ) -> None:
+        """Wire the daemon; nothing starts until :meth:`run`.
+
+        With ``control_client`` (a factory of a second API client, as ``run``
+        passes), health, metrics, leader election and signals run on a
+        thread of their own (:mod:`scheduler.engine.control`), out of reach
+        of plugin hooks; without it everything shares the caller's loop,
+        which suits embedding and in-process tests.
+        """
         self.config = config
+        self._control_client = control_client
+        self.control: ControlThread | None = None
+        #: When the scheduling loop last ran (monotonic); the control thread reads it.
+        self.heartbeat_at = time.monotonic()
         self._freeze_gc_after_sync = freeze_gc_after_sync
         self.client = client
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}"
@@ -501,6 +523,58 @@ class Daemon:
     def request_stop(self) -> None:
         self._stop.set()
 
+    @property
+    def stopping(self) -> bool:
+        """Whether a stop was requested (safe to read from the control thread)."""
+        return self._stop.is_set()
+
+    def control_failed(self, error: str) -> None:
+        """The control thread's election ended with an error: exit non-zero, as for a task."""
+        if self._stop.is_set():
+            return
+        log.error("daemon task ended unexpectedly", task="leader election", error=error)
+        if self.exit_code == EXIT_OK:
+            self.exit_code = EXIT_LOST_LEASE
+        self._stop.set()
+
+    async def _heartbeat(self) -> None:
+        """Prove the scheduling loop runs: the control thread's liveness check reads this."""
+        while True:
+            self.heartbeat_at = time.monotonic()
+            await asyncio.sleep(HEARTBEAT_EVERY)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        """SIGTERM/SIGINT with a control thread: it stops us, and ends us if we are stuck.
+
+        Runs in the main thread between bytecodes, even inside a hook that
+        loops, and takes no lock, so it cannot deadlock with what it interrupted.
+        """
+        assert self.control is not None
+        self.control.request_stop(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def _signals(self, loop: asyncio.AbstractEventLoop, install: bool) -> Any:
+        """SIGTERM/SIGINT handlers for the duration of :meth:`run`."""
+        if not install:
+            yield
+            return
+        sigs = (signal.SIGTERM, signal.SIGINT)
+        # signal.signal works in the main thread only (where ``run`` runs).
+        if self.control is None or threading.current_thread() is not threading.main_thread():
+            for sig in sigs:
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, self.request_stop)
+            yield
+            return
+        # A plain handler, not the loop's: the loop's runs only when the loop
+        # gets to run, which a stuck hook prevents.
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in sigs}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
     async def _unless_stopped(self, coro: Coroutine[Any, Any, None]) -> bool:
         """Run ``coro`` unless a stop comes first; True if it finished.
 
@@ -532,13 +606,24 @@ class Daemon:
         is what a crashed or killed replica looks like to the others.
         """
         loop = asyncio.get_running_loop()
-        if install_signal_handlers:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, self.request_stop)
-        if self.health is not None:
+        extensions = self.config.pluggable_scheduler
+        if self._control_client is not None:
+            self.control = ControlThread(
+                self,
+                self._control_client,
+                grace=extensions.shutdown_grace_period,
+                stall_limit=extensions.scheduling_loop_stall_limit,
+            )
+            await self.control.start()  # serves health and metrics
+        elif self.health is not None:
             await self.health.start()
+        with self._signals(loop, install_signal_handlers):
+            return await self._run()
+
+    async def _run(self) -> int:
+        control = self.control
         self.recorder.start()
+        self._start(self._heartbeat(), "heartbeat")
         elector: LeaderElector | None = None
         try:
             le = self.config.leader_election
@@ -552,7 +637,7 @@ class Daemon:
             self._start(self._flush_leftovers(), "leftover flush")
             if le.leader_elect:
                 elector = LeaderElector(
-                    self.client,
+                    control.client if control is not None else self.client,
                     namespace=le.resource_namespace,
                     name=le.resource_name,
                     identity=self.identity,
@@ -561,10 +646,20 @@ class Daemon:
                     retry_period=le.retry_period,
                     # Released explicitly on a graceful stop only (see run()).
                     release_on_cancel=False,
-                    on_lost=self._lease_lost_now,
+                    on_lost=(
+                        self._lease_lost_now
+                        if control is None
+                        else lambda: control.to_scheduling(self._lease_lost_now)
+                    ),
                 )
-                self.scheduler.may_bind = lambda: elector is not None and elector.holds_lease
-                self._start(elector.run(self._lead, self._lost_lease), "leader election")
+                if control is not None:
+                    # Read from the control thread's elector: a lost lease
+                    # closes the gate even while this loop is held up.
+                    self.scheduler.may_bind = control.may_bind
+                    control.campaign(elector)
+                else:
+                    self.scheduler.may_bind = lambda: elector is not None and elector.holds_lease
+                    self._start(elector.run(self._lead, self._lost_lease), "leader election")
             else:
                 self._scheduler_task = self._start(self._lead(), "scheduling loop")
             await self._stop.wait()
@@ -581,20 +676,27 @@ class Daemon:
         graceful = self.exit_code == EXIT_OK and not self._abrupt
         # Without the lease (or when dying) another replica may be deciding now:
         # stop binding at once instead of finishing in-flight pods.
-        await self.scheduler.drain(grace=30.0 if graceful else 0.0)
+        # What is left of the grace period after the release and the rest.
+        drain_for = max(0.0, self.config.pluggable_scheduler.shutdown_grace_period - 3.0)
+        await self.scheduler.drain(grace=drain_for if graceful else 0.0)
         if elector is not None and graceful and elector.is_leader:
             # Bounded: with an API server that stopped answering, the release
             # (and the renewal holding the elector's lock) would otherwise hold
             # the stop up for a request timeout; the lease then simply expires.
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(RELEASE_WITHIN):
-                    await elector.release()
+                    if self.control is not None:
+                        await self.control.release()
+                    else:
+                        await elector.release()
         for informer in [self.node_informer, self.pod_informer, *self._stores.values()]:
             informer.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.recorder.close()
-        if self.health is not None:
+        if self.control is not None:
+            await self.control.stop()  # the health server with it
+        elif self.health is not None:
             await self.health.stop()
         self.metrics.set_leader(False)

@@ -8,6 +8,7 @@ through the instance the daemon built (``daemon.profiles[...].framework.plugins`
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -106,6 +107,29 @@ class StubbornPreBind(Plugin):
                 self.cancellations += 1
 
 
+class BlockingFilter(Plugin):
+    """For pods labelled ``block=sleep`` or ``block=spin``, a Filter that never returns.
+
+    ``sleep`` sleeps in a loop (the GIL released), ``spin`` loops in pure
+    Python (the GIL taken back every switch interval): the two ways a hook
+    holds the scheduling loop that no budget can interrupt.
+    """
+
+    api_version: ClassVar[str] = "1.0"
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+        how = pod.labels.get("block")
+        if how == "sleep":
+            while True:
+                time.sleep(0.05)
+        elif how == "spin":
+            n = 0
+            while True:
+                n += 1
+        return FilterResult(len(nodes))
+
+
 class BrokenScore(Plugin):
     """A Score plugin that raises for every pod."""
 
@@ -122,6 +146,7 @@ TEST_PLUGINS: dict[str, type] = {
     "ControlledPreBind": ControlledPreBind,
     "StubbornPreBind": StubbornPreBind,
     "BrokenScore": BrokenScore,
+    "BlockingFilter": BlockingFilter,
 }
 
 
