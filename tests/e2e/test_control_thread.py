@@ -72,57 +72,42 @@ async def test_a_filter_that_never_returns_leaves_health_lease_and_sigterm_worki
             "shutdownGracePeriod": f"{GRACE}s",
         },
     )
-    config_file = tmp_path / "config.json"
-    config_file.write_text(json.dumps(config))
-    script = tmp_path / "run.py"
-    script.write_text(RUN_WITH_TEST_PLUGINS)
     log_file = tmp_path / "daemon.log"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     base = f"http://127.0.0.1:{port}"
     timeout = aiohttp.ClientTimeout(total=1.0)
-    with log_file.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            str(config_file),
-            str(cluster.backend.kubeconfig),
-            stdout=log,
-            stderr=log,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            async with aiohttp.ClientSession(timeout=timeout) as http:
-                await cluster.create_pod("fine")
-                await cluster.wait_bound(["fine"], within=30)
-                # The scheduling loop is held from here on.
-                await cluster.create_pod("blocked", labels={"block": how})
-                await asyncio.sleep(1.0)  # it reached the Filter
-                first = renew_time(await cluster.client.get(lease_path))
-                # Three lease durations (2 s each) with the loop held.
-                until = time.monotonic() + 6.0
-                slowest = 0.0
-                while time.monotonic() < until:
-                    for path in ("/healthz", "/metrics"):
-                        started = time.monotonic()
-                        async with http.get(base + path) as response:
-                            await response.read()
-                            assert response.status == 200, path
-                        slowest = max(slowest, time.monotonic() - started)
-                    await asyncio.sleep(0.2)
-                assert slowest < 1.0
-                lease = await cluster.client.get(lease_path)
-                assert renew_time(lease) > first, "the lease was not renewed"
-                assert str(lease["spec"]["holderIdentity"]).endswith(f"_{proc.pid}")
-                started = time.monotonic()
-                proc.send_signal(signal.SIGTERM)
-                code = await asyncio.wait_for(proc.wait(), GRACE + 5)
-                took = time.monotonic() - started
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+    proc = await start_run(cluster, config, tmp_path, "daemon")
+    try:
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            await cluster.create_pod("fine")
+            await cluster.wait_bound(["fine"], within=30)
+            # The scheduling loop is held from here on.
+            await cluster.create_pod("blocked", labels={"block": how})
+            await asyncio.sleep(1.0)  # it reached the Filter
+            first = renew_time(await cluster.client.get(lease_path))
+            # Three lease durations (2 s each) with the loop held.
+            until = time.monotonic() + 6.0
+            slowest = 0.0
+            while time.monotonic() < until:
+                for path in ("/healthz", "/metrics"):
+                    started = time.monotonic()
+                    async with http.get(base + path) as response:
+                        await response.read()
+                        assert response.status == 200, path
+                    slowest = max(slowest, time.monotonic() - started)
+                await asyncio.sleep(0.2)
+            assert slowest < 1.0
+            lease = await cluster.client.get(lease_path)
+            assert renew_time(lease) > first, "the lease was not renewed"
+            assert str(lease["spec"]["holderIdentity"]).endswith(f"_{proc.pid}")
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(proc.wait(), GRACE + 5)
+            took = time.monotonic() - started
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     output = log_file.read_text()
     assert code == EXIT_STUCK, output[-3000:]
     assert took < GRACE + 1.5, took
@@ -145,41 +130,26 @@ async def test_sigterm_stops_a_healthy_run_process_cleanly_and_releases_the_leas
         lease="control-lease",
         pluggableScheduler={"serverAddress": f"127.0.0.1:{port}"},
     )
-    config_file = tmp_path / "config.json"
-    config_file.write_text(json.dumps(config))
-    script = tmp_path / "run.py"
-    script.write_text(RUN_WITH_TEST_PLUGINS)
     log_file = tmp_path / "daemon.log"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log_file.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            str(config_file),
-            str(cluster.backend.kubeconfig),
-            stdout=log,
-            stderr=log,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            await cluster.create_pod("p1")
-            await cluster.wait_bound(["p1"], within=30)
-            async with aiohttp.ClientSession() as http:
+    proc = await start_run(cluster, config, tmp_path, "daemon")
+    try:
+        await cluster.create_pod("p1")
+        await cluster.wait_bound(["p1"], within=30)
+        async with aiohttp.ClientSession() as http:
 
-                async def live() -> bool:
-                    async with http.get(f"http://127.0.0.1:{port}/livez?verbose") as response:
-                        body = await response.text()
-                        return response.status == 200 and "[+]scheduling-loop ok" in body
+            async def live() -> bool:
+                async with http.get(f"http://127.0.0.1:{port}/livez?verbose") as response:
+                    body = await response.text()
+                    return response.status == 200 and "[+]scheduling-loop ok" in body
 
-                await wait_until(live, message="/livez with the scheduling-loop check")
-            proc.send_signal(signal.SIGTERM)
-            code = await asyncio.wait_for(proc.wait(), 20)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await wait_until(live, message="/livez with the scheduling-loop check")
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 20)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     output = log_file.read_text()
     assert code == 0, output[-3000:]
     assert (await cluster.client.get(lease_path))["spec"].get("holderIdentity", "") == ""
