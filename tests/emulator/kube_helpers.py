@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client
+from kubernetes_asyncio import client, config
 
 
 def pod(
@@ -146,3 +147,29 @@ class WatchStream:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def api_client(server: Any, tmp_path: Path) -> client.ApiClient:
+    """A kubernetes-asyncio client for an emulator, through the kubeconfig it writes."""
+    configuration = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(server.write_kubeconfig(tmp_path / "kc")),
+        client_configuration=configuration,
+    )
+    return client.ApiClient(configuration)
+
+
+async def post(api: client.ApiClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST that must create (201); the created object."""
+    status, answer, _ = await raw(api, "POST", path, body=body)
+    assert status == 201, answer
+    result: dict[str, Any] = answer
+    return result
+
+
+async def get(api: client.ApiClient, path: str) -> dict[str, Any]:
+    """GET that must find (200); the object."""
+    status, answer, _ = await raw(api, "GET", path)
+    assert status == 200, answer
+    result: dict[str, Any] = answer
+    return result

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
 from scheduler.emulator import EmulatorServer
 from scheduler.emulator.claimcontroller import generate_name
 from scheduler.emulator.clusterfile import load_cluster_file, parse_cluster_text
 from scheduler.errors import UserError
 
-from .kube_helpers import pod, raw
+from .kube_helpers import api_client, get, pod, post, raw
 
 Obj = dict[str, Any]
 NS = "default"
@@ -35,36 +35,13 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dra-cluster.yaml"
 
 
-async def _client(server: EmulatorServer, tmp_path: Path) -> client.ApiClient:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(server.write_kubeconfig(tmp_path / "kc")),
-        client_configuration=configuration,
-    )
-    return client.ApiClient(configuration)
-
-
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[client.ApiClient]:
     async with (
         EmulatorServer(claim_controller=True) as server,
-        await _client(server, tmp_path) as api_client,
+        await api_client(server, tmp_path) as connected,
     ):
-        yield api_client
-
-
-async def post(api: client.ApiClient, path: str, body: Obj) -> Obj:
-    status, answer, _ = await raw(api, "POST", path, body=body)
-    assert status == 201, answer
-    result: Obj = answer
-    return result
-
-
-async def get(api: client.ApiClient, path: str) -> Obj:
-    status, answer, _ = await raw(api, "GET", path)
-    assert status == 200, answer
-    result: Obj = answer
-    return result
+        yield connected
 
 
 async def refused(api: client.ApiClient, method: str, path: str, body: Obj) -> list[str]:
@@ -518,7 +495,7 @@ async def test_deleted_pod_loses_its_generated_claim(api: client.ApiClient) -> N
 
 
 async def test_controller_is_off_unless_asked(tmp_path: Path) -> None:
-    async with EmulatorServer() as server, await _client(server, tmp_path) as api:
+    async with EmulatorServer() as server, await api_client(server, tmp_path) as api:
         await post(api, TEMPLATES, template("t"))
         await post(api, PODS, claim_pod("p", resourceClaimTemplateName="t"))
         await asyncio.sleep(0.2)
@@ -532,7 +509,7 @@ async def test_example_cluster_file_loads(tmp_path: Path) -> None:
     objects = load_cluster_file(EXAMPLE)
     async with (
         EmulatorServer(objects, claim_controller=True) as server,
-        await _client(server, tmp_path) as api,
+        await api_client(server, tmp_path) as api,
     ):
         slices = (await get(api, SLICES))["items"]
         assert sorted(s["spec"]["nodeName"] for s in slices) == ["node-a", "node-b", "node-c"]

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 
 from scheduler.emulator import EmulatorServer
 
-from .kube_helpers import pod, raw
+from .kube_helpers import api_client, get, pod, post, raw
 
 Obj = dict[str, Any]
 NS = "default"
@@ -26,36 +26,13 @@ VOLUMES = "/api/v1/persistentvolumes"
 CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 
 
-async def _client(server: EmulatorServer, tmp_path: Path) -> client.ApiClient:
-    configuration = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(server.write_kubeconfig(tmp_path / "kc")),
-        client_configuration=configuration,
-    )
-    return client.ApiClient(configuration)
-
-
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[client.ApiClient]:
     async with (
         EmulatorServer(volume_controller=True) as server,
-        await _client(server, tmp_path) as api_client,
+        await api_client(server, tmp_path) as connected,
     ):
-        yield api_client
-
-
-async def post(api: client.ApiClient, path: str, body: Obj) -> Obj:
-    status, answer, _ = await raw(api, "POST", path, body=body)
-    assert status == 201, answer
-    result: Obj = answer
-    return result
-
-
-async def get(api: client.ApiClient, path: str) -> Obj:
-    status, answer, _ = await raw(api, "GET", path)
-    assert status == 200, answer
-    result: Obj = answer
-    return result
+        yield connected
 
 
 async def until(
@@ -164,7 +141,7 @@ def bound(obj: Obj) -> bool:
 
 
 async def test_off_by_default(tmp_path: Path) -> None:
-    async with EmulatorServer() as server, await _client(server, tmp_path) as api:
+    async with EmulatorServer() as server, await api_client(server, tmp_path) as api:
         await post(api, CLASSES, storage_class("manual", "Immediate"))
         await post(api, VOLUMES, volume("pv-1", "1Gi", "manual"))
         await post(api, CLAIMS, claim("c", "1Gi", "manual"))
