@@ -8,6 +8,7 @@ refusal or malformed input is skipped with one warning per object and reason
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from collections.abc import Callable
@@ -25,7 +26,7 @@ Key = tuple[str, str]
 _SKIPPABLE = (ApiError, ValueError, TypeError, KeyError, AttributeError)
 
 
-class Reconciler:
+class Reconciler(abc.ABC):
     """Base of the emulator's controllers; subclasses seed, listen and reconcile."""
 
     def __init__(self, store: Store, label: str, log: logging.Logger) -> None:
@@ -47,15 +48,17 @@ class Reconciler:
             self.store.listeners.remove(self._on_change)
         self._loop = None
 
+    @abc.abstractmethod
     def _seed(self) -> None:
         """Queue what is already in the store when the controller starts."""
 
+    @abc.abstractmethod
     def _on_change(self, rt: ResourceType, change: Change) -> None:
-        raise NotImplementedError
+        """Queue what a store change makes this controller look at."""
 
+    @abc.abstractmethod
     def _reconcile(self) -> None:
         """Reconcile everything queued since the last turn."""
-        raise NotImplementedError
 
     def _schedule(self) -> None:
         if not self._scheduled and self._loop is not None:

@@ -1111,11 +1111,11 @@ class DynamicResources(Plugin):
 
 
 class _BindError(Exception):
-    pass
+    """A claim could not be written at PreBind (kube's bindClaim error text)."""
 
 
 class _Conflict(Exception):
-    pass
+    """A claim write lost a resourceVersion race: read the claim again and retry."""
 
 
 def _is_conflict(err: Exception) -> bool:
