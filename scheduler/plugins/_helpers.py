@@ -8,13 +8,14 @@ so that vectorized scores equal kube-scheduler's to the unit.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from scheduler.api.handle import ObjectStore
 from scheduler.api.results import MAX_NODE_SCORE
 from scheduler.model.selectors import LabelSelector
 from scheduler.state.nodetable import NodeTable
@@ -23,6 +24,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
+T = TypeVar("T")
 
 
 class PluginArgs(BaseModel):
@@ -206,3 +208,26 @@ def add_at(counts: IntArray, value_id: int, delta: int) -> IntArray:
         counts = grown
     counts[value_id] += delta
     return counts
+
+
+class FromStore(Generic[T]):
+    """A value derived from one watched store, rebuilt only when its ``revision()`` moves.
+
+    Plugins derive indexes from informer stores (slices grouped into pools,
+    classes by name ...); rebuilding them per pod would re-read every object.
+    """
+
+    def __init__(
+        self, store: Callable[[], ObjectStore], build: Callable[[list[Mapping[str, Any]]], T]
+    ) -> None:
+        self._store = store
+        self._build = build
+        self._cached: tuple[int, T] | None = None
+
+    def get(self) -> T:
+        store = self._store()
+        revision = store.revision()
+        cached = self._cached
+        if cached is None or cached[0] != revision:
+            cached = self._cached = (revision, self._build(store.list()))
+        return cached[1]

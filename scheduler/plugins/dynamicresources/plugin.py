@@ -76,6 +76,7 @@ from scheduler.api.results import PostFilterResult
 from scheduler.config.durations import GoDuration
 from scheduler.model.selectors import NodeSelector, SelectorError
 from scheduler.plugins._helpers import (
+    FromStore,
     PluginArgs,
     coerce_args,
     default_normalize_score,
@@ -226,10 +227,12 @@ class DynamicResources(Plugin):
         self.pre_bind_timeout = float(self.args.binding_timeout) + 5.0
         self.tracker = ClaimTracker(lambda: handle.store(*CLAIMS))
         self.cel = SelectorCache()
-        self._slices: tuple[int, SliceIndex] | None = None
-        self._classes: tuple[int, dict[str, Obj]] | None = None
-        self._resolver: tuple[int, DeviceClassResolver] | None = None
-        self._extended_claims: tuple[int, dict[str, list[tuple[str, str]]]] | None = None
+        self._slices = FromStore(lambda: handle.store(*SLICES), SliceIndex)
+        self._classes = FromStore(
+            lambda: handle.store(*CLASSES), lambda objs: {object_name(c): c for c in objs}
+        )
+        self._resolver = FromStore(lambda: handle.store(*CLASSES), DeviceClassResolver)
+        self._extended_claims = FromStore(lambda: handle.store(*CLAIMS), _claims_by_owner)
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._device_table: tuple[SliceIndex, DeviceTable | None] | None = None
@@ -237,29 +240,14 @@ class DynamicResources(Plugin):
     # -- cluster objects, re-read only when they change --------------------------------
 
     def slice_index(self) -> SliceIndex:
-        store = self.handle.store(*SLICES)
-        revision = store.revision()
-        if self._slices is None or self._slices[0] != revision:
-            self._slices = (revision, SliceIndex(store.list()))
-        return self._slices[1]
+        return self._slices.get()
 
     def device_classes(self) -> dict[str, Obj]:
-        store = self.handle.store(*CLASSES)
-        revision = store.revision()
-        if self._classes is None or self._classes[0] != revision:
-            self._classes = (
-                revision,
-                {object_name(c): c for c in store.list()},
-            )
-        return self._classes[1]
+        return self._classes.get()
 
     def resolver(self) -> DeviceClassResolver:
         """Extended resource name -> DeviceClass, rebuilt when the classes change."""
-        store = self.handle.store(*CLASSES)
-        revision = store.revision()
-        if self._resolver is None or self._resolver[0] != revision:
-            self._resolver = (revision, DeviceClassResolver(self.device_classes().values()))
-        return self._resolver[1]
+        return self._resolver.get()
 
     def _find_extended_claim(self, pod: PodInfo) -> Obj | None:
         """kube's findExtendedResourceClaim, through an index of annotated claims by owner.
@@ -268,19 +256,7 @@ class DynamicResources(Plugin):
         rebuilt only when the claims change, and the claims it names are read
         through the assume cache, as kube's list is.
         """
-        store = self.handle.store(*CLAIMS)
-        revision = store.revision()
-        if self._extended_claims is None or self._extended_claims[0] != revision:
-            index: dict[str, list[tuple[str, str]]] = {}
-            for claim in store.list():
-                owner = owner_uid(claim)
-                if owner is not None:
-                    m = meta(claim)
-                    index.setdefault(owner, []).append(
-                        (str(m.get("namespace") or ""), str(m.get("name") or ""))
-                    )
-            self._extended_claims = (revision, index)
-        found = self._extended_claims[1].get(pod.uid)
+        found = self._extended_claims.get().get(pod.uid)
         if not found:
             return None
         claims = [self.tracker.get(ns, name) for ns, name in found]
@@ -1108,6 +1084,19 @@ class DynamicResources(Plugin):
         except ClaimUnusable:
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
+
+
+def _claims_by_owner(claims: list[Obj]) -> dict[str, list[tuple[str, str]]]:
+    """The claims that name an owner pod, by that pod's UID (namespace, name)."""
+    index: dict[str, list[tuple[str, str]]] = {}
+    for claim in claims:
+        owner = owner_uid(claim)
+        if owner is not None:
+            m = meta(claim)
+            index.setdefault(owner, []).append(
+                (str(m.get("namespace") or ""), str(m.get("name") or ""))
+            )
+    return index
 
 
 class _BindError(Exception):

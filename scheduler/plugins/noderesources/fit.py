@@ -38,7 +38,7 @@ from scheduler.api import (
 )
 from scheduler.api.handle import Handle
 from scheduler.model.devicecel import SelectorCache
-from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.plugins._helpers import FromStore, PluginArgs, coerce_args
 from scheduler.plugins.dynamicresources.claims import CLAIMS, CLASSES, SLICES
 from scheduler.plugins.dynamicresources.extended import (
     DEVICE_CLASS_PREFIX,
@@ -193,8 +193,8 @@ class NodeResourcesFit(Plugin):
         self.weights = np.array([spec.weight for spec in strategy.resources], dtype=np.int64)
         ratio = strategy.requested_to_capacity_ratio
         self.shape = tuple((p.utilization, p.score) for p in ratio.shape) if ratio else ()
-        self._resolver: tuple[int, DeviceClassResolver] | None = None
-        self._slices: tuple[int, SliceSet] | None = None
+        self._resolver = FromStore(lambda: handle.store(*CLASSES), DeviceClassResolver)
+        self._slices = FromStore(lambda: handle.store(*SLICES), SliceSet)
         self._claims: ClaimTracker | None = None
         self._cel = SelectorCache()
         # Scored resources that may be DRA-backed (kube's getDRAPreScoredParams
@@ -207,11 +207,7 @@ class NodeResourcesFit(Plugin):
 
     def resolver(self) -> DeviceClassResolver:
         """kube's DeviceClassResolver, rebuilt when the DeviceClasses change."""
-        store = self.handle.store(*CLASSES)
-        revision = store.revision()
-        if self._resolver is None or self._resolver[0] != revision:
-            self._resolver = (revision, DeviceClassResolver(store.list()))
-        return self._resolver[1]
+        return self._resolver.get()
 
     # -- filter ---------------------------------------------------------------------
 
@@ -295,13 +291,9 @@ class NodeResourcesFit(Plugin):
         backed = [(j, klass) for j, klass in classes if klass is not None]
         if not backed:
             return None
-        store = self.handle.store(*SLICES)
-        revision = store.revision()
-        if self._slices is None or self._slices[0] != revision:
-            self._slices = (revision, SliceSet(store.list()))
         if self._claims is None:
             self._claims = ClaimTracker(lambda: self.handle.store(*CLAIMS))
-        return backed, DeviceTotals(self._slices[1], self._claims.taken(), self._cel)
+        return backed, DeviceTotals(self._slices.get(), self._claims.taken(), self._cel)
 
     @hookimpl
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray | Status:
