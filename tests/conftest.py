@@ -37,6 +37,10 @@ from scheduler.testing.controlplane import (
     start_control_plane,
 )
 
+# The plugin authors' fixtures (emulated_cluster, running_scheduler) are opt-in,
+# for our suite as for everyone's.
+pytest_plugins = ["scheduler.testing.pytest_plugin"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
