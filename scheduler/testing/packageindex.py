@@ -35,6 +35,7 @@ from pathlib import Path
 from scheduler.testing.controlplane import _die_with_parent, _free_port, _tail
 
 __all__ = [
+    "UPLOAD_USER",
     "PackageIndex",
     "PackageIndexError",
     "clean_pip_env",
@@ -131,6 +132,31 @@ class PackageIndex:
             )
         self.uploaded.extend(Path(p) for p in paths)
 
+    def release(self, project: Path, outdir: Path) -> list[Path]:
+        """Build ``project`` as a release does, check it, and upload it; return the files.
+
+        ``python -m build`` makes the sdist and then the wheel *from the sdist*
+        (so a file missing from the sdist breaks the wheel), each in an
+        isolated environment whose build backend pip takes from this index;
+        ``twine check --strict`` refuses metadata or a README the index page
+        could not render.
+        """
+        outdir.mkdir(parents=True, exist_ok=True)
+        before = set(outdir.iterdir())
+        _run_tool(
+            [sys.executable, "-m", "build", "--outdir", str(outdir), str(project)],
+            f"python -m build {project}",
+            clean_pip_env(self.simple_url),
+        )
+        files = sorted(set(outdir.iterdir()) - before)
+        _run_tool(
+            [sys.executable, "-m", "twine", "check", "--strict", *map(str, files)],
+            f"twine check --strict of {project.name}",
+            clean_pip_env(NO_COLOR="1"),
+        )
+        self.upload(files)
+        return files
+
     def mirror(self, files: Iterable[Path]) -> None:
         """Serve third-party distributions as a mirror does: copied in, not uploaded by us."""
         for path in files:
@@ -155,6 +181,16 @@ class PackageIndex:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def _run_tool(command: list[str], what: str, env: dict[str, str]) -> str:
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise PackageIndexError(
+            f"{what} failed (exit {result.returncode}):\n$ {' '.join(command)}\n"
+            f"{result.stdout}{result.stderr}"
+        )
+    return result.stdout
 
 
 def _write_htpasswd(path: Path, user: str, password: str) -> None:
@@ -229,27 +265,18 @@ def run_package_index(
 
 
 def pip_download(requirements: Iterable[Path], into: Path) -> list[Path]:
-    """Download hash-pinned binary wheels (``pip download --require-hashes``) into ``into``.
+    """Download the binary wheels pinned in requirements files (with ``--hash``: checked).
 
     From the machine's configured index (PyPI), through pip's cache: this is
-    how the mirror is filled, the only step of a test run that needs PyPI.
+    how a mirror is filled, and the only step that needs PyPI. ``--no-deps``:
+    the files pin the whole tree.
     """
-    requirements = list(requirements)
     into.mkdir(parents=True, exist_ok=True)
+    before = set(into.iterdir())
     args = [arg for path in requirements for arg in ("-r", str(path))]
     command = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--require-hashes",
-        "--only-binary=:all:", "--no-deps", "--dest", str(into), *args,
+        sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+        "--no-deps", "--dest", str(into), *args,
     ]  # fmt: skip
-    result = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if result.returncode != 0:
-        raise PackageIndexError(
-            f"pip download of {', '.join(str(p) for p in requirements)} failed "
-            f"(exit {result.returncode}):\n{result.stdout}{result.stderr}"
-        )
-    return sorted(into.iterdir())
+    _run_tool(command, f"pip download {' '.join(args)}", dict(os.environ))
+    return sorted(set(into.iterdir()) - before)
