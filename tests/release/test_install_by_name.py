@@ -75,6 +75,12 @@ class UserVenv:
         return {row["name"]: row["version"] for row in listing}
 
 
+def requirement_text(requirement: str) -> str:
+    """A requirement as pip and packaging print it (specifiers sorted: ``x<2,>=0.2.0``)."""
+    parsed = Requirement(requirement)
+    return f"{parsed.name}{SpecifierSet(str(parsed.specifier))}"
+
+
 def _test_tool_pins() -> list[str]:
     """pytest and pytest-asyncio with what they need, pinned to this environment's versions."""
     pins: dict[str, str] = {}
@@ -201,6 +207,75 @@ def test_pytest_plugin_is_opt_in(
     user_venv.run(*one, cwd=suite)
 
 
+NEEDS_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: pluggable-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: Coscheduling}, {name: LoadAware}]
+      disabled: [{name: PrioritySort}]
+    preFilter:
+      enabled: [{name: AnnotationGate}]
+  pluginConfig:
+  - name: AnnotationGate
+    args: {key: example.com/hold}
+"""
+
+
+def test_config_to_packages(user_venv: UserVenv, tmp_path: Path) -> None:
+    """A platform engineer's path: what does this config need? Install exactly that."""
+    config = tmp_path / "config.yaml"
+    config.write_text(NEEDS_CONFIG)
+    # Not installed: the error names the distributions to install, without a traceback.
+    for command in (
+        ("config", "validate", str(config)),
+        ("simulate", "--cluster", str(GANG_CLUSTER), "--config", str(config)),
+    ):
+        refused = user_venv.run("pluggable-scheduler", *command, check=False)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "Traceback" not in refused.stderr, refused.stderr
+        assert (
+            "profiles[0].plugins.multiPoint.enabled[1].name: plugin 'LoadAware' is not "
+            "installed: it is provided by the distribution scheduler-plugin-loadaware: "
+            "pip install scheduler-plugin-loadaware"
+        ) in refused.stderr, refused.stderr
+        assert "pip install scheduler-plugin-annotation-gate" in refused.stderr, refused.stderr
+
+    table = user_venv.run("pluggable-scheduler", "plugins", "needs", str(config)).stdout
+    rows = [line.split() for line in table.splitlines()]
+    assert ["Coscheduling", "scheduler-plugin-coscheduling", "0.1.0", "installed"] in rows
+    assert ["LoadAware", "scheduler-plugin-loadaware", "0.1.0", "index"] in rows
+    assert ["AnnotationGate", "scheduler-plugin-annotation-gate", "0.1.0", "index"] in rows
+
+    needed = user_venv.run(
+        "pluggable-scheduler", "plugins", "needs", str(config), "--output", "requirements"
+    ).stdout
+    assert needed.splitlines() == [
+        f"pluggable-scheduler=={__version__}",
+        "scheduler-plugin-annotation-gate==0.1.0",
+        "scheduler-plugin-coscheduling==0.1.0",
+        "scheduler-plugin-loadaware==0.1.0",
+    ]
+    (tmp_path / "requirements.txt").write_text(needed)
+    user_venv.run("pip", "install", "-r", str(tmp_path / "requirements.txt"))
+    user_venv.run("pluggable-scheduler", "config", "validate", str(config))
+    installed = user_venv.run(
+        "pluggable-scheduler", "plugins", "needs", str(config), "--no-index"
+    ).stdout
+    assert "index" not in installed.split(), installed
+
+    # A plugin no index has: exit 1, naming the field, the plugin and what was looked for.
+    config.write_text(NEEDS_CONFIG.replace("{name: LoadAware}", "{name: NoSuchPlugin}"))
+    missing = user_venv.run("pluggable-scheduler", "plugins", "needs", str(config), check=False)
+    assert missing.returncode == 1
+    assert (
+        "profiles[0].plugins.multiPoint.enabled[1]: plugin 'NoSuchPlugin': not installed, "
+        f"and {user_venv.index.simple_url} has no scheduler-plugin-no-such-plugin providing it"
+    ) in missing.stderr, missing.stderr
+
+
 ZONE_GATE_CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -311,12 +386,20 @@ def test_pip_refuses_a_plugin_for_another_api_major(user_venv: UserVenv, tmp_pat
     )
     user_venv.index.release(project, tmp_path / "dist")
 
+    config = tmp_path / "config.yaml"
+    config.write_text(ZONE_GATE_CONFIG.replace("ZoneGate", "FutureGate"))
+    needs = user_venv.run("pluggable-scheduler", "plugins", "needs", str(config), check=False)
+    assert needs.returncode == 1
+    assert (
+        f"plugin 'FutureGate': scheduler-plugin-future-gate 0.1.0 on {user_venv.index.simple_url} "
+        f"provides it but requires {requirement_text(requirement)}, and this is {__version__}"
+    ) in needs.stderr, needs.stderr
+
     before = user_venv.installed()
     refused = user_venv.run("pip", "install", "scheduler-plugin-future-gate", check=False)
     assert refused.returncode != 0, refused.stdout
-    wanted = f"pluggable-scheduler{SpecifierSet(requirement.removeprefix('pluggable-scheduler'))}"
     assert (
-        f"Could not find a version that satisfies the requirement {wanted} "
+        f"Could not find a version that satisfies the requirement {requirement_text(requirement)} "
         f"(from scheduler-plugin-future-gate) (from versions: {__version__})"
     ) in refused.stderr, refused.stderr
     assert user_venv.installed() == before
