@@ -1,13 +1,10 @@
-# syntax=docker/dockerfile:1
-#
 # pluggable-scheduler container image.
 #
 #   docker build -t pluggable-scheduler:dev .
 #   docker build --build-arg EXTRA_PLUGINS="scheduler-plugin-foo==1.2.0" -t my-scheduler .
 #
-# Two stages on the same slim Python base, python-base (the virtualenv's
-# interpreter is the base image's /usr/local/bin/python3.11, so both stages
-# must use the same one):
+# Two stages on the same Python base, BASE_IMAGE (the virtualenv's interpreter
+# is the base image's python3, so both stages must use the same one):
 #
 # - builder: installs the runtime dependencies from requirements.lock with
 #   --require-hashes (binary wheels only), builds our wheel with the hash-pinned
@@ -26,13 +23,34 @@
 #   The virtualenv is owned by root and read-only for the scheduler's user, so
 #   only such a build (as root) can change it, never the running scheduler.
 #
+# Where pip gets packages: PyPI, unless pip's own variables are given as build
+# arguments (PIP_INDEX_URL for a mirror or private index, PIP_FIND_LINKS for a
+# wheelhouse served over HTTP, PIP_NO_INDEX=1 to use only those), e.g.
+#   docker build --network host --build-arg PIP_NO_INDEX=1 \
+#       --build-arg PIP_FIND_LINKS=http://127.0.0.1:8080/ -t pluggable-scheduler:dev .
+# They exist only while building and are not kept in the image's environment;
+# pass no credentials this way (docker history shows build arguments).
+#
+# The classic builder and BuildKit both build this file (no `# syntax=` line,
+# which BuildKit would fetch from a registry, and no RUN --mount).
+#
 # requirements.lock is regenerated with tools/lock-requirements.sh.
 
-# The one base of both stages. Pin it by digest for bit-for-bit rebuilds:
+# The one base of both stages: any image with python3 (3.11) and its venv
+# module, e.g. one made without a registry from `debootstrap` and `docker import`
+# (tests/image/). Pin it by digest for bit-for-bit rebuilds:
 # python:3.11-slim-bookworm@sha256:...
-FROM python:3.11-slim-bookworm AS python-base
+# checkov:skip=CKV_DOCKER_7:The base is a build argument whose default is a version tag; an image made without a registry can stand in for it
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE} AS python-base
 
 FROM python-base AS builder
+
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
+ARG PIP_NO_INDEX
+ARG PIP_TRUSTED_HOST
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -40,8 +58,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     VIRTUAL_ENV=/opt/pluggable-scheduler \
     PATH=/opt/pluggable-scheduler/bin:$PATH
 
-RUN python -m venv /opt/pluggable-scheduler \
-    && python -m venv /opt/build
+RUN python3 -m venv /opt/pluggable-scheduler \
+    && python3 -m venv /opt/build
 
 WORKDIR /src
 
@@ -74,7 +92,7 @@ RUN if [ -n "${EXTRA_PLUGINS}" ]; then \
         && pip install --no-cache-dir -c /tmp/constraints.txt ${EXTRA_PLUGINS} \
         && rm /tmp/constraints.txt; \
     fi \
-    && python /usr/local/bin/check-plugins.py
+    && python3 /usr/local/bin/check-plugins.py
 
 
 FROM python-base
@@ -105,13 +123,15 @@ ENV VIRTUAL_ENV=/opt/pluggable-scheduler \
 USER 65532:65532
 WORKDIR /
 
-# /healthz, /livez, /readyz and /metrics (pluggableScheduler.serverAddress).
+# /healthz, /livez, /readyz and /metrics: the default pluggableScheduler.serverAddress.
 EXPOSE 10259
 
-# For `docker run`; Kubernetes uses the Deployment's probes instead. Python's
-# urllib, because the slim image has no curl.
+# For `docker run`; Kubernetes uses the Deployment's probes instead. The probe
+# reads the running daemon's own --config and asks /livez at its
+# pluggableScheduler.serverAddress, so moving the port in the config does not
+# make a healthy scheduler unhealthy (scheduler/observability/healthcheck.py).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:10259/livez', timeout=4).status != 200)"]
+    CMD ["python3", "-m", "scheduler.observability.healthcheck"]
 
 ENTRYPOINT ["pluggable-scheduler"]
 CMD ["run", "--config", "/etc/pluggable-scheduler/config.yaml"]
