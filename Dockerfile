@@ -71,16 +71,19 @@ RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requireme
 
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
-# Our wheel, built offline with the pinned backend, installed without touching the locked deps.
+# Our wheel, built offline with the pinned backend, installed without touching
+# the locked deps. By name from /wheels, not by path: pip records a path as a
+# direct URL (PEP 610), and `pip freeze` in a derived image would then print
+# `pluggable-scheduler @ file:///wheels/...`, a constraint no later build can meet.
 RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --wheel-dir /wheels . \
-    && pip install --no-cache-dir --no-deps /wheels/*.whl
+    && pip install --no-cache-dir --no-deps --no-index --find-links /wheels pluggable-scheduler
 
 # Optional plugins, as pip requirement specifiers (names, pins, URLs, or paths
 # under plugins-contrib/ of the build context), e.g.
 #   --build-arg EXTRA_PLUGINS="scheduler-plugin-foo==1.2.0 ./plugins-contrib/scheduler-plugin-bar"
-# The installed (locked) versions are constraints: a plugin that needs a
-# different version of one of our dependencies fails the build instead of
-# silently replacing it.
+# The installed versions (the scheduler's and its locked dependencies') are
+# constraints: a plugin that needs a different version of one of them fails the
+# build instead of silently replacing it.
 # Every installed plugin must load (deploy/docker/check-plugins.py): the
 # build fails on a plugin's load error instead of the scheduler's start-up.
 ARG EXTRA_PLUGINS=""
@@ -88,7 +91,7 @@ COPY plugins-contrib ./plugins-contrib
 COPY deploy/docker/check-plugins.py /usr/local/bin/check-plugins.py
 # EXTRA_PLUGINS is split into words on purpose (several specifiers); the user pins them.
 RUN if [ -n "${EXTRA_PLUGINS}" ]; then \
-        pip freeze --exclude pluggable-scheduler > /tmp/constraints.txt \
+        pip freeze > /tmp/constraints.txt \
         && pip install --no-cache-dir -c /tmp/constraints.txt ${EXTRA_PLUGINS} \
         && rm /tmp/constraints.txt; \
     fi \

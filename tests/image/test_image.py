@@ -332,6 +332,12 @@ def test_image_builds_without_a_registry(docker: Docker, scheduler_image: BuiltI
     plugins = {p["name"]: p for p in listing["plugins"]}
     assert plugins["NodeResourcesFit"]["error"] is None
     assert not [p for p in plugins.values() if p["error"]]
+    # Installed as from an index, so a derived image's `pip freeze` is a usable constraint.
+    frozen = docker.run(
+        "run", "--rm", "--network", "none", "--entrypoint", "pip", scheduler_image.tag, "freeze"
+    )
+    (scheduler,) = [line for line in frozen.splitlines() if line.startswith("pluggable-scheduler")]
+    assert scheduler.startswith("pluggable-scheduler=="), frozen
 
 
 def test_container_schedules_and_holds_the_lease_as_the_deployment_runs_it(
@@ -452,7 +458,7 @@ def test_derived_image_installs_a_plugin_by_name(
     plugins = {p["name"]: p for p in listing["plugins"]}
     assert plugins["LoadAware"]["distribution"] == "scheduler-plugin-loadaware"
     assert plugins["LoadAware"]["error"] is None
-    progress(f"derived image adds {(derived.size - scheduler_image.size) / 1e6:.1f} MB")
+    progress(f"the derived image adds {(derived.size - scheduler_image.size) / 1e3:.0f} kB")
 
 
 def test_coscheduling_overlay_builds_and_schedules_a_gang(
