@@ -75,6 +75,8 @@ COPY scheduler ./scheduler
 # the locked deps. By name from /wheels, not by path: pip records a path as a
 # direct URL (PEP 610), and `pip freeze` in a derived image would then print
 # `pluggable-scheduler @ file:///wheels/...`, a constraint no later build can meet.
+# (DL3013: the name is pinned by /wheels holding exactly the wheel built here.)
+# hadolint ignore=DL3013
 RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --wheel-dir /wheels . \
     && pip install --no-cache-dir --no-deps --no-index --find-links /wheels pluggable-scheduler
 
