@@ -31,8 +31,8 @@
 # They exist only while building and are not kept in the image's environment;
 # pass no credentials this way (docker history shows build arguments).
 #
-# The classic builder and BuildKit both build this file (no `# syntax=` line,
-# which BuildKit would fetch from a registry, and no RUN --mount).
+# No registry is needed but the base image's: no `# syntax=` line (a frontend
+# image BuildKit would pull) and no RUN --mount, which the classic builder rejects.
 #
 # requirements.lock is regenerated with tools/lock-requirements.sh.
 

@@ -48,7 +48,7 @@ from tests.deploy.conftest import (
 )
 from tests.image.conftest import BuiltImage, Docker, build_image
 from tests.image.engine import Progress
-from tests.image.packages import PipSource
+from tests.image.packages import REPO, PipSource
 
 COSCHEDULING = DEPLOY / "overlays" / "coscheduling"
 #: Where in-cluster config (client-go's and kubernetes-asyncio's) reads its credentials.
@@ -442,8 +442,12 @@ def test_derived_image_installs_a_plugin_by_name(
     (tmp_path / "Dockerfile").write_text(
         f"FROM {scheduler_image.tag}\n"
         "ARG PIP_INDEX_URL\nARG PIP_FIND_LINKS\nARG PIP_NO_INDEX\n"
-        "USER root\n"
-        "RUN pip install --no-cache-dir scheduler-plugin-loadaware==0.1.0\n"
+        "USER 0\n"
+        "RUN pip freeze > /tmp/constraints.txt \\\n"
+        "    && pip install --no-cache-dir -c /tmp/constraints.txt "
+        "scheduler-plugin-loadaware==0.1.0 \\\n"
+        "    && rm /tmp/constraints.txt \\\n"
+        "    && pluggable-scheduler plugins list\n"
         "USER 65532:65532\n"
     )
     derived = build_image(
@@ -511,3 +515,28 @@ def test_coscheduling_overlay_builds_and_schedules_a_gang(
             lambda: admin.get(f"{groups}/gang").body.get("status", {}).get("phase"),
             log=container.logs,
         )
+
+
+def test_extra_plugins_build_argument_installs_a_plugin_by_name(
+    docker: Docker,
+    scheduler_image: BuiltImage,
+    base_image: str,
+    pip_source: PipSource,
+    progress: Progress,
+    tmp_path: Path,
+) -> None:
+    """The other way of docs/deploying.md: the main Dockerfile's EXTRA_PLUGINS."""
+    tag = f"scheduler-with-annotation-gate:test-{secrets.token_hex(4)}"
+    image = build_image(
+        docker, progress, tmp_path, tag=tag, context=REPO, pip=pip_source,
+        build_args={"BASE_IMAGE": base_image,
+                    "EXTRA_PLUGINS": "scheduler-plugin-annotation-gate==0.1.0"},
+    )  # fmt: skip
+    listing = json.loads(
+        docker.run(
+            "run", "--rm", "--network", "none", image.tag, "plugins", "list", "--output", "json"
+        )
+    )
+    plugins = {p["distribution"]: p for p in listing["plugins"]}
+    gate = plugins["scheduler-plugin-annotation-gate"]
+    assert gate["error"] is None, gate
