@@ -101,6 +101,8 @@ def pip_source(progress: Progress, tmp_path_factory: pytest.TempPathFactory) -> 
     dists = tmp_path_factory.mktemp("dists")
     build_distributions([REPO, *(p.parent for p in CONTRIB)], dists, progress)
     with serve_directory(dependencies) as dependencies_url, serve_directory(dists) as dists_url:
+        # Our distributions from a package index instead (uploaded to it with twine):
+        # PipSource(find_links=(dependencies_url,), index_url=f"{index_url}/simple/")
         yield PipSource(find_links=(dependencies_url, dists_url))
 
 

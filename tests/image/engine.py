@@ -276,7 +276,8 @@ def docker_engine(progress: Progress) -> Iterator[DockerEngine]:
         while not _answers(cli, env):
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-                raise EngineUnavailable(f"dockerd did not start (exit {process.poll()}):\n{tail}")
+                # Installed but broken is a failure to see, not a reason to skip.
+                raise RuntimeError(f"dockerd did not start (exit {process.poll()}):\n{tail}")
             time.sleep(0.5)
         yield engine
     finally:
