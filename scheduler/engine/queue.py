@@ -231,6 +231,57 @@ class SchedulingQueue:
         if events and events[0].seq <= oldest:
             self._in_flight_events = [e for e in events if e.seq > oldest]
 
+    # -- reconfiguration (config reload) --------------------------------------------
+
+    def reconfigure(
+        self,
+        sort_key: SortKey,
+        events: EventMap,
+        *,
+        initial_backoff: float,
+        max_backoff: float,
+    ) -> int:
+        """Take a reloaded config's QueueSort, event registrations and backoffs.
+
+        activeQ is re-ordered by the new key, and every pod parked by a
+        rejection or held at PreEnqueue is given another try (PreEnqueue runs
+        again, backoff still applies): it was judged by plugins, weights or
+        args that may no longer be in force, and no cluster event would tell
+        it so. Returns how many parked pods moved.
+        """
+        self._sort_key = sort_key
+        self._events = {plugin: list(evs) for plugin, evs in events.items()}
+        self._interest.clear()
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        active = [
+            self._entries[key]
+            for _, token, key in self._active
+            if self._current(key, token, ACTIVE)
+        ]
+        self._active = [(sort_key(e.info), e.token, e.info.pod.key) for e in active]
+        heapq.heapify(self._active)
+        backoff = [
+            self._entries[key]
+            for _, token, key in self._backoff
+            if self._current(key, token, BACKOFF)
+        ]
+        self._backoff = [(self._backoff_expiry(e.info), e.token, e.info.pod.key) for e in backoff]
+        heapq.heapify(self._backoff)
+        moved = 0
+        for key in list(self._pool):
+            entry = self._entries[key]
+            if entry.where == GATED:
+                if not self._pre_enqueue(entry.info.pod).is_success():
+                    continue
+                self._release(entry.info)
+            else:
+                self._requeue(entry.info)
+            moved += key not in self._pool
+        self._ready.set()
+        self._changed()
+        return moved
+
     # -- pod lifecycle (informer events) -----------------------------------------
 
     def add(self, pod: PodInfo) -> None:

@@ -119,21 +119,21 @@ class Scheduler:
         binding_concurrency: int = 64,
         seed: int | None = None,
     ) -> None:
-        self.profiles = dict(profiles)
-        self.algorithms = {
-            name: Algorithm(p.framework, seed=seed, nominator=queue, batching=True)
-            for name, p in profiles.items()
-        }
-        for profile in self.profiles.values():
-            # Preemption's what-if checks count the room nominated pods hold.
-            profile.handle.set_nominator(queue)
         self.cache = cache
         self.queue = queue
+        self._seed = seed
+        # Preemption's what-if checks count the room nominated pods hold.
+        self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
         self.metrics = metrics
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
-        self._binding_tasks: set[asyncio.Task[None]] = set()
+        #: Binding cycles in flight, with the profile (and so the plugin
+        #: instances) each runs under: a reload waits for those it replaces.
+        self._binding_tasks: dict[asyncio.Task[None], Profile] = {}
+        #: Set while the loop may take pods (cleared by :meth:`quiesce`).
+        self._running = asyncio.Event()
+        self._running.set()
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = False
         #: Asked right before every PreBind and Bind: False once this replica
@@ -151,6 +151,8 @@ class Scheduler:
             info = await self.queue.pop()
             if info is None:
                 break
+            if not self._running.is_set() and not await self._wait_unpaused():
+                break
             try:
                 self.schedule_one(info)
             except Exception:  # a bug must cost one attempt, not the daemon
@@ -158,6 +160,14 @@ class Scheduler:
                 self.queue.requeue_error(info)
             # Let informers and binding tasks run between decisions.
             await asyncio.sleep(0)
+
+    async def _wait_unpaused(self) -> bool:
+        """A reload is switching profiles: the popped pod waits for the new ones.
+
+        False when a stop came meanwhile.
+        """
+        await self._running.wait()
+        return not self._stopping
 
     def stop_taking_pods(self) -> None:
         """End the loop now (leadership lost): no further pod is taken from the queue.
@@ -167,6 +177,7 @@ class Scheduler:
         """
         self._stopping = True
         self.queue.close()
+        self._running.set()
 
     @property
     def busy(self) -> bool:
@@ -182,6 +193,7 @@ class Scheduler:
         """
         self._stopping = True
         self.queue.close()
+        self._running.set()  # a loop paused by a reload must see the stop
         for entry in list(self.waiting_pods):
             entry.reject("", "scheduler is shutting down")
         tasks = list(self._binding_tasks)
@@ -195,6 +207,50 @@ class Scheduler:
                 await asyncio.wait(pending, timeout=5)
         if self._background:
             await asyncio.wait(list(self._background), timeout=5)
+
+    def _binding_ended(self, task: asyncio.Task[None]) -> None:
+        self._binding_tasks.pop(task, None)
+
+    # -- reconfiguration (config reload) ------------------------------------------
+
+    def use_profiles(self, profiles: Mapping[str, Profile]) -> None:
+        """Decide every later pod with ``profiles``; cycles in flight finish with theirs.
+
+        Called between two scheduling cycles (a cycle never awaits), so no
+        pod sees half of each.
+        """
+        self.profiles = dict(profiles)
+        self.algorithms = {
+            name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
+            for name, p in profiles.items()
+        }
+        for profile in self.profiles.values():
+            profile.handle.set_nominator(self.queue)
+
+    async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
+        """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.
+
+        For a reload that replaces plugin instances: a binding cycle still
+        running with the old instance holds state (assumed volumes, allocated
+        devices) the new one would not see. Pods such a profile holds at
+        Permit are sent back to the queue (kube's rejection of a waiting
+        pod). The loop stays paused until :meth:`resume`; returns how many
+        binding cycles were still running after ``within`` seconds.
+        """
+        self._running.clear()
+        frameworks = {id(p.framework) for p in profiles.values()}
+        for entry in list(self.waiting_pods):
+            profile = self.profiles.get(entry.pod.scheduler_name)
+            if profile is not None and id(profile.framework) in frameworks:
+                entry.reject("", "the scheduler's configuration is being reloaded")
+        tasks = [t for t, p in self._binding_tasks.items() if id(p.framework) in frameworks]
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=within)
+        return len(pending)
+
+    def resume(self) -> None:
+        self._running.set()
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -244,8 +300,8 @@ class Scheduler:
             self.cache.forget(pod.key)
             raise
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
-        self._binding_tasks.add(task)
-        task.add_done_callback(self._binding_tasks.discard)
+        self._binding_tasks[task] = profile
+        task.add_done_callback(self._binding_ended)
 
     def _handle_failure(
         self,

@@ -128,6 +128,9 @@ SLOW_PLUGIN_WARN_EVERY: Final = 60.0
 """Seconds between two slow-plugin warnings about the same plugin of a profile."""
 
 EventSink = Callable[[PodInfo, str, str, str, str], None]
+#: Events about the scheduler itself (type, reason, note), e.g. a breaker opening:
+#: they go on the scheduler's own object, not on whichever pod tripped it.
+NoticeSink = Callable[[str, str, str], None]
 
 
 class FrameworkRecorder(Protocol):
@@ -150,6 +153,8 @@ class FrameworkRecorder(Protocol):
     def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None: ...
 
     def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None: ...
+
+    def retire_stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None: ...
 
 
 class NullRecorder:
@@ -178,6 +183,9 @@ class NullRecorder:
         pass
 
     def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
+        pass
+
+    def retire_stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
         pass
 
 
@@ -300,6 +308,7 @@ class Framework:
         failure_policy: Mapping[str, FailurePolicy] | None = None,
         circuit_breaker: CircuitBreakerConfig | None = None,
         events: EventSink | None = None,
+        notices: NoticeSink | None = None,
     ) -> None:
         self.profile_name = profile_name
         self.manager = manager
@@ -308,6 +317,7 @@ class Framework:
         self.failure_policy = dict(failure_policy or {})
         breaker_config = circuit_breaker or CircuitBreakerConfig()
         self._events = events
+        self._notices = notices
         self.order = order
         self._cycles = 0
         self.plugins: dict[str, object] = {}
@@ -358,9 +368,26 @@ class Framework:
         self._window_mark = list(self.call_seconds)
         self.recorder.plugin_times(self.call_labels, self.call_seconds)
         self.recorder.stuck_calls(self.stuck_calls)
-        for name in self.plugins:
-            self.recorder.circuit_open(name, False)
+        self.publish_breakers()
         WATCHDOG.ensure_started()
+
+    def publish_breakers(self) -> None:
+        """Set each plugin's ``scheduler_plugin_circuit_open`` from its breaker.
+
+        At construction, and again by a config reload that built a framework
+        for this profile and then did not switch to it: the gauges are per
+        profile, so the new framework's closed breakers had overwritten them.
+        """
+        for name, breaker in self.breakers.items():
+            self.recorder.circuit_open(name, breaker.is_open)
+
+    def retire(self) -> None:
+        """This framework decides no more pods (a reload replaced it, or was abandoned).
+
+        Its calls still running past their budget stay visible until they
+        end; then the metrics forget it, and with it its plugins.
+        """
+        self.recorder.retire_stuck_calls(self.stuck_calls)
 
     def _calls(self, hook: str, plugins: Sequence[tuple[str, int]]) -> list[PluginCall]:
         caller = getattr(self.manager.hook, hook)
@@ -579,8 +606,8 @@ class Framework:
                 extension_point=call.point,
                 pod=pod.key,
             )
-            if self._events is not None:
-                self._events(pod, "Warning", "PluginCircuitOpen", message, "Scheduling")
+            if self._notices is not None:
+                self._notices("Warning", "PluginCircuitOpen", message)
         return PluginFailure(status, reason)
 
     def _refused(self, call: PluginCall) -> PluginFailure:

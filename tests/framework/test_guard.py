@@ -66,6 +66,13 @@ class Recorder(list[tuple[str, str, str]]):
         self.append((pod.key, reason, note))
 
 
+class Notices(list[tuple[str, str, str]]):
+    """A sink of events about the scheduler itself: (type, reason, note) per event."""
+
+    def __call__(self, type_: str, reason: str, note: str) -> None:
+        self.append((type_, reason, note))
+
+
 def with_metrics(fw: Framework) -> SchedulerMetrics:
     metrics = SchedulerMetrics(process_metrics=False)
     recorder = metrics.recorder(fw.profile_name)
@@ -387,8 +394,8 @@ def test_breaker_opens_after_failures_for_different_pods_and_fails_fast() -> Non
     fw = breaker_framework()
     plugin: Any = fw.plugins["Raising"]
     metrics = with_metrics(fw)
-    events = Recorder()
-    fw._events = events
+    events, notices = Recorder(), Notices()
+    fw._events, fw._notices = events, notices
     nodes = three_nodes().all_nodes()
     for name in ("bad-0", "bad-1", "bad-2"):
         assert fw.run_filter(CycleState(), pod(name), nodes).status.code is Code.ERROR
@@ -399,8 +406,10 @@ def test_breaker_opens_after_failures_for_different_pods_and_fails_fast() -> Non
         )
         == 1.0
     )
-    assert [e[1] for e in events] == ["PluginCircuitOpen"]
-    assert events[0][2].startswith("plugin Raising is out of profile test-profile for 10s")
+    # On the scheduler's own object, not on the pod that happened to trip it.
+    assert events == []
+    assert [(t, r) for t, r, _ in notices] == [("Warning", "PluginCircuitOpen")]
+    assert notices[0][2].startswith("plugin Raising is out of profile test-profile for 10s")
     calls = plugin.calls
     out = fw.run_filter(CycleState(), pod("good"), nodes)
     assert plugin.calls == calls  # not even called
