@@ -12,7 +12,12 @@ from scheduler.errors import UserError
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog, PluginLoadError
 from scheduler.framework.pluginmanager import SchedulerPluginManager
-from scheduler.framework.runtime import Framework, FrameworkRecorder, NoticeSink
+from scheduler.framework.runtime import (
+    Framework,
+    FrameworkRecorder,
+    NoticeSink,
+    RegistrationError,
+)
 
 HandleFactory = Callable[[str], FrameworkHandle]
 RecorderFactory = Callable[[str], FrameworkRecorder]
@@ -95,6 +100,13 @@ def build_profile(
         events=handle.record_event,
         notices=notices,
     )
+    try:
+        framework.events_to_register()  # the queue asks again; a broken hook fails here
+    except RegistrationError as err:
+        framework.retire()
+        raise PluginLoadError(
+            catalog.entry(err.plugin), f"{err.message} (profile {resolved.scheduler_name!r})"
+        ) from err
     return Profile(resolved, framework, handle)
 
 

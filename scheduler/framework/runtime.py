@@ -227,6 +227,15 @@ class PluginCall:
 PLUGIN_METRICS_SAMPLE_EVERY = 10
 
 
+class RegistrationError(Exception):
+    """A plugin's ``events_to_register`` failed: it cannot be run (names the plugin)."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.message = message
+
+
 class PluginFailure(Exception):
     """Internal: carries the Error status of a failed plugin call up to the point.
 
@@ -695,20 +704,58 @@ class Framework:
         return Status.success()
 
     def queue_sort_key(self, queued: QueuedPodInfo) -> Any:
-        """The QueueSort plugin's key (the queue falls back to FIFO without one)."""
+        """The QueueSort plugin's key (the queue falls back to FIFO without one).
+
+        Called by the queue for every pod it activates, from informer
+        handlers: a key that raises, or that cannot be compared, must cost
+        the pod its place in the order, never the handler or the heap. Such
+        a pod sorts after every well-keyed one, in arrival order, and the
+        failure is counted against the plugin like any hook's.
+        """
         if not self.queue_sort_calls:
-            return (queued.timestamp,)
-        return self.queue_sort_calls[0]((queued,))
+            return (0, queued.timestamp)
+        call = self.queue_sort_calls[0]
+        try:
+            key = call((queued,))
+            key < key  # noqa: B015 - comparable, or the heap would raise later
+        except Exception as err:
+            failure = self._raised(call, queued.pod, err)
+            log.warning(
+                "queue sort key failed; the pod is ordered last",
+                plugin=call.plugin,
+                pod=queued.pod.key,
+                profile=self.profile_name,
+                error=failure.status.message(),
+            )
+            return (1, queued.timestamp)
+        return (0, key)
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
-        """Each enabled plugin's requeue events (plugins without the hook: all events)."""
+        """Each enabled plugin's requeue events (plugins without the hook: all events).
+
+        Raises :class:`RegistrationError` naming the plugin whose hook raised
+        or returned something else than ``ClusterEventWithHint`` items.
+        """
         out: dict[str, list[ClusterEventWithHint]] = {}
         impls = {i.plugin_name: i for i in self.manager.hook.events_to_register.get_hookimpls()}
         for name in self.plugins:
             impl = impls.get(name)
-            if impl is not None:
-                events = cast("Iterable[ClusterEventWithHint] | None", impl.function())
-                out[name] = list(events or ())
+            if impl is None:
+                continue
+            try:
+                events = list(cast("Iterable[Any] | None", impl.function()) or ())
+            except Exception as err:
+                raise RegistrationError(
+                    name, f"events_to_register raised {type(err).__name__}: {err}"
+                ) from err
+            for event in events:
+                if not isinstance(event, ClusterEventWithHint):
+                    raise RegistrationError(
+                        name,
+                        f"events_to_register returned {_describe(event)} in its list, "
+                        "expected ClusterEventWithHint items",
+                    )
+            out[name] = events
         return out
 
     # -- scheduling cycle ---------------------------------------------------------

@@ -552,3 +552,70 @@ def test_one_slow_cycle_is_not_enough() -> None:
         for _ in range(SLOW_WINDOW_CYCLES * 3):
             Algorithm(fw, seed=0).schedule(fw.new_cycle_state(), pod("p"), table)
     assert not [e for e in logs if e.get("plugin") == "Slow"]
+
+
+# ------------------------------------------------ queue sort and event registration
+
+
+class SortByLabel:
+    """A QueueSort whose key raises, or cannot be compared, for some pods."""
+
+    @hookimpl
+    def queue_sort_key(self, queued: Any) -> Any:
+        how = queued.pod.labels.get("key")
+        if how == "raise":
+            raise KeyError("no priority")
+        if how == "dict":
+            return {"not": "comparable"}
+        return (int(queued.pod.labels.get("prio", "0")),)
+
+
+def test_a_queue_sort_key_that_fails_orders_the_pod_last_and_counts_against_the_plugin() -> None:
+    from scheduler.engine.queue import SchedulingQueue
+
+    fw = make_framework([("SortByLabel", SortByLabel())])
+    metrics = with_metrics(fw)
+    queue = SchedulingQueue(fw.queue_sort_key, lambda p: Status())
+    for name, labels in (
+        ("broken", {"key": "raise"}),
+        ("dict", {"key": "dict"}),
+        ("late", {"prio": "5"}),
+        ("early", {"prio": "1"}),
+    ):
+        raw = pod(name).raw
+        queue.add(PodInfo.from_dict({**raw, "metadata": {**raw["metadata"], "labels": labels}}))
+    order = [queue.pop_nowait() for _ in range(4)]
+    assert [i.pod.name for i in order if i is not None] == ["early", "late", "broken", "dict"]
+    errors = metrics.sample(
+        "scheduler_plugin_errors_total",
+        {"plugin": "SortByLabel", "extension_point": "QueueSort", "profile": "test-profile"},
+    )
+    assert errors == 2.0
+
+
+class BadRegistration:
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    @hookimpl
+    def events_to_register(self) -> Any:
+        if self.how == "raise":
+            raise RuntimeError("no informer for that")
+        return ["Node/Add"]
+
+
+def test_events_to_register_failures_name_the_plugin() -> None:
+    from scheduler.framework.runtime import RegistrationError
+
+    for how, expected in (
+        ("raise", "events_to_register raised RuntimeError: no informer for that"),
+        ("garbage", "events_to_register returned str in its list, expected ClusterEventWithHint"),
+    ):
+        fw = make_framework([("Bad", BadRegistration(how))])
+        try:
+            fw.events_to_register()
+        except RegistrationError as err:
+            assert err.plugin == "Bad"
+            assert err.message.startswith(expected), err.message
+        else:
+            raise AssertionError("no RegistrationError")
