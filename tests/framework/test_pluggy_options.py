@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api import CycleState, PodInfo, Plugin, hookimpl
+from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
 from scheduler.config import load_config
 from scheduler.errors import UserError
 from scheduler.framework.cycle import Algorithm
