@@ -96,6 +96,7 @@ class Scheduler:
         for profile in self.profiles.values():
             # Preemption's what-if checks count the room nominated pods hold.
             profile.handle.set_nominator(queue)
+            profile.handle.set_metrics(metrics)
         self.cache = cache
         self.queue = queue
         self.io = io
