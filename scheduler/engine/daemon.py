@@ -207,7 +207,6 @@ class Daemon:
         self.exit_code = EXIT_OK
         self.leading = asyncio.Event()
         self._abrupt = False
-        self._scheduler_task: asyncio.Task[None] | None = None
         #: One handle per profile, kept across reloads: plugin instances a
         #: reload keeps reach the profile's new framework through it.
         self._handles: dict[str, FrameworkHandle] = {}
@@ -271,6 +270,7 @@ class Daemon:
             seed=seed,
         )
         self.queue.on_change = self._update_pending_metrics
+        self.queue.on_incoming = self.metrics.queue_incoming
         # Informers for what enabled plugins declared in ``watches`` exist
         # before start-up, so their stores are synced before the first pod.
         self._declare_watches(self.profiles)
@@ -436,9 +436,6 @@ class Daemon:
                 self._pod_added(raw)
         self.config = config
         self.scheduler.resume()
-
-    def _plugin_event(self, pod: PodInfo, type_: str, reason: str, note: str, action: str) -> None:
-        self.recorder.record(pod, type_, reason, note, action or "Scheduling")
 
     def _store(self, group: str, version: str, plural: str) -> ObjectStore:
         key = (group, version, plural)
@@ -837,7 +834,7 @@ class Daemon:
                     self.scheduler.may_bind = lambda: elector is not None and elector.holds_lease
                     self._start(elector.run(self._lead, self._lost_lease), "leader election")
             else:
-                self._scheduler_task = self._start(self._lead(), "scheduling loop")
+                self._start(self._lead(), "scheduling loop")
             await self._stop.wait()
         except asyncio.CancelledError:
             self._abrupt = True

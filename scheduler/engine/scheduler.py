@@ -12,7 +12,6 @@ nothing is lost and nothing is bound twice.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
@@ -28,41 +28,10 @@ from scheduler.engine.queue import SchedulingQueue
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
-from scheduler.kube.errors import ApiError
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
-
-_ALREADY_ASSIGNED = re.compile(r'already assigned to node "([^"]*)"')
-_BEING_DELETED = "is being deleted, cannot be assigned to a host"
-
-
-def binding_outcome(status: Status, node: str) -> str:
-    """Classify a failed Bind: ``"ours"``, ``"elsewhere"``, ``"gone"`` or ``"failed"``.
-
-    The API server answers a binding of a pod that already has a node with
-    409 'pod X is already assigned to node "N"'. If N is the node we chose, an
-    earlier attempt of ours committed and only its answer was lost: that is a
-    success. Any other N means another scheduler (or client) placed the pod
-    between our decision and our bind; a pod being deleted (409) or already
-    gone (404) cannot be placed at all. In those cases retrying only causes a
-    storm of 409s until the informer catches up, so the pod leaves the queue
-    at once (kube-scheduler's handleSchedulingFailure also never requeues a
-    pod its informer shows as assigned).
-    """
-    error = status.error
-    api_status = error.status if isinstance(error, ApiError) else None
-    text = error.message if isinstance(error, ApiError) else status.message()
-    if api_status == 404:
-        return "gone"
-    if api_status in (409, None):
-        match = _ALREADY_ASSIGNED.search(text)
-        if match is not None:
-            return "ours" if match.group(1) == node else "elsewhere"
-        if _BEING_DELETED in text:
-            return "gone"
-    return "failed"
 
 
 def _now_rfc3339() -> str:
@@ -122,11 +91,10 @@ class Scheduler:
         self.cache = cache
         self.queue = queue
         self._seed = seed
-        # Preemption's what-if checks count the room nominated pods hold.
+        self.metrics = metrics
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
-        self.metrics = metrics
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
@@ -225,7 +193,9 @@ class Scheduler:
             for name, p in profiles.items()
         }
         for profile in self.profiles.values():
+            # Preemption's what-if checks count the room nominated pods hold.
             profile.handle.set_nominator(self.queue)
+            profile.handle.set_metrics(self.metrics)
 
     async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
         """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.
@@ -411,12 +381,16 @@ class Scheduler:
                     if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
                         self._dropped(profile, state, info, node, "pod was placed meanwhile")
                         return
-                    outcome = binding_outcome(status, node)
-                    if outcome != "ours":
-                        if outcome == "failed":
-                            self._binding_failed(profile, state, info, node, status, start)
-                        else:
-                            self._dropped(profile, state, info, node, status.message())
+                    # A pod placed elsewhere or gone leaves the queue at once:
+                    # retrying would only repeat the 409 until the informer
+                    # catches up (kube's handleSchedulingFailure never requeues
+                    # a pod its informer shows as assigned).
+                    outcome = BindOutcome.from_status(status, node)
+                    if outcome.result is BindResult.FAILED:
+                        self._binding_failed(profile, state, info, node, status, start)
+                        return
+                    if not outcome.bound:
+                        self._dropped(profile, state, info, node, status.message())
                         return
                     log.info("binding found the pod already on our node", pod=pod.key, node=node)
             except asyncio.CancelledError:

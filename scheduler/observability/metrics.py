@@ -410,6 +410,10 @@ class SchedulerMetrics:
         if victims is not None:
             self.preemption_victims.observe(victims)
 
+    def observe_preemption_victims(self, victims: int) -> None:
+        """Record the victims of a chosen preemption candidate (kube's prepareCandidate)."""
+        self.preemption_victims.observe(victims)
+
     def binding_error(self, reason: str) -> None:
         """Count a failed binding cycle; ``reason`` should be a small fixed vocabulary."""
         child = self._binding_errors.get(reason)
