@@ -56,6 +56,31 @@ def test_version_is_written_once() -> None:
             assert f"/{__version__} " not in path.read_text(), path
 
 
+# Files that cannot import the version (image labels, image tags of the manifests):
+# each states it in one place, checked against scheduler/__init__.py here.
+VERSION_STATEMENTS = [
+    ("Dockerfile", re.compile(r"^ARG VERSION=(\S+)$", re.M)),
+    ("deploy/base/kustomization.yaml", re.compile(r"^\s+newTag: (\S+)$", re.M)),
+    ("deploy/base/deployment.yaml", re.compile(r"image: \S+/pluggable-scheduler:(\S+)$", re.M)),
+    ("deploy/overlays/coscheduling/kustomization.yaml", re.compile(r"^\s+newTag: (\S+)$", re.M)),
+    (
+        "deploy/overlays/coscheduling/Dockerfile",
+        re.compile(r"^ARG BASE_IMAGE=\S+/pluggable-scheduler:(\S+)$", re.M),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern"), VERSION_STATEMENTS, ids=[p for p, _ in VERSION_STATEMENTS]
+)
+def test_files_that_cannot_import_the_version_state_this_one(
+    path: str, pattern: re.Pattern[str]
+) -> None:
+    found = pattern.findall((REPO / path).read_text())
+    assert found, f"{path}: no version statement matching {pattern.pattern}"
+    assert set(found) == {__version__}, f"{path} states {found}, the release is {__version__}"
+
+
 def test_changelog_table_has_this_release() -> None:
     changelog = (REPO / "CHANGELOG.md").read_text()
     row = next(line for line in changelog.splitlines() if line.startswith(f"| {__version__} "))
