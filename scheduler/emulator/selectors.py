@@ -11,11 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-_KEY_RE = re.compile(
-    rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$"
-)
-_VALUE_RE = re.compile(rf"^({_NAME})?$")
+from scheduler.model.names import label_value_errors, qualified_name_errors
+
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|=|!=|<|>)\s*(.*?)\s*$")
 
@@ -80,13 +77,13 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _check_key(key: str) -> str:
-    if not _KEY_RE.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
+    if qualified_name_errors(key):
         raise SelectorError(f"unable to parse requirement: invalid label key {key!r}")
     return key
 
 
 def _check_value(value: str) -> str:
-    if len(value) > 63 or not _VALUE_RE.match(value):
+    if label_value_errors(value):
         raise SelectorError(f"unable to parse requirement: invalid label value: {value!r}")
     return value
 
