@@ -14,9 +14,9 @@ from scheduler.emulator import (
     draclaims,
     dracommon,
     draslices,
-    errors,
     podclaims,
     quantity,
+    statuserrors,
     validation,
 )
 from scheduler.emulator.resources import ResourceType
@@ -88,7 +88,7 @@ def name_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
 def validate_name(rt: ResourceType, obj: Obj) -> None:
     causes = name_causes(rt, obj)
     if causes:
-        raise errors.invalid(rt.group, rt.kind, obj["metadata"].get("name") or "", causes)
+        raise statuserrors.invalid(rt.group, rt.kind, obj["metadata"].get("name") or "", causes)
 
 
 def _qos_class(spec: Obj) -> str:
@@ -273,7 +273,7 @@ def _default_storage(rt: ResourceType, obj: Obj) -> None:
 def _raise(rt: ResourceType, name: str, causes: list[validation.Cause]) -> None:
     if causes:
         kind = rt.kind if not rt.group or rt.custom else f"{rt.kind}.{rt.group}"
-        raise errors.invalid(rt.group, kind, name, causes)
+        raise statuserrors.invalid(rt.group, kind, name, causes)
 
 
 def prepare_for_create(
@@ -335,7 +335,7 @@ def validate_served_event(rt: ResourceType, body: Obj, name: str) -> None:
     """events.k8s.io/v1 requirements, checked on the served form before conversion."""
     causes = validation.events_v1_event(body)
     if causes:
-        raise errors.invalid(rt.group, rt.kind, name, causes)
+        raise statuserrors.invalid(rt.group, rt.kind, name, causes)
 
 
 def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> None:
@@ -406,7 +406,7 @@ def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:
                     for c in spec[ckey]
                 ]
     if old_spec != new_spec:
-        raise errors.invalid(
+        raise statuserrors.invalid(
             rt.group,
             rt.kind,
             old["metadata"]["name"],

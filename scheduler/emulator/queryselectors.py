@@ -1,5 +1,7 @@
-"""Label and field selectors with kube-apiserver's syntax and error messages.
+"""The ``labelSelector`` / ``fieldSelector`` query parameters of list and watch requests.
 
+kube-apiserver's syntax and error messages, for the API the emulator serves; the
+scheduler's own selectors (pod affinity, PDBs, ...) live in ``scheduler.model.selectors``.
 Parsed once per request into plain tuples so matching thousands of objects
 (a list, or every write fanned out to watchers) stays a tight loop.
 """
@@ -17,7 +19,7 @@ _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|=|!=|<|>)\s*(.*?)\s*$")
 
 
-class SelectorError(ValueError):
+class QuerySelectorError(ValueError):
     """Raised with the message the apiserver would put in its 400 Status."""
 
 
@@ -26,7 +28,7 @@ Requirement = tuple[str, str, frozenset[str]]
 
 
 @dataclass(frozen=True, slots=True)
-class LabelSelector:
+class LabelQuery:
     requirements: tuple[Requirement, ...]
 
     @property
@@ -78,24 +80,24 @@ def _split_top_level(text: str) -> list[str]:
 
 def _check_key(key: str) -> str:
     if qualified_name_errors(key):
-        raise SelectorError(f"unable to parse requirement: invalid label key {key!r}")
+        raise QuerySelectorError(f"unable to parse requirement: invalid label key {key!r}")
     return key
 
 
 def _check_value(value: str) -> str:
     if label_value_errors(value):
-        raise SelectorError(f"unable to parse requirement: invalid label value: {value!r}")
+        raise QuerySelectorError(f"unable to parse requirement: invalid label value: {value!r}")
     return value
 
 
-def parse_label_selector(text: str | None) -> LabelSelector:
+def parse_label_query(text: str | None) -> LabelQuery:
     if not text or not text.strip():
-        return LabelSelector(())
+        return LabelQuery(())
     reqs: list[Requirement] = []
     for raw in _split_top_level(text):
         part = raw.strip()
         if not part:
-            raise SelectorError(f"found '', expected: identifier in label selector {text!r}")
+            raise QuerySelectorError(f"found '', expected: identifier in label selector {text!r}")
         if part.startswith("!"):
             reqs.append((_check_key(part[1:].strip()), "!", frozenset()))
             continue
@@ -107,7 +109,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             for v in values:
                 _check_value(v)
             if m.group(2) == "in" and not values:
-                raise SelectorError(
+                raise QuerySelectorError(
                     "unable to parse requirement: "
                     "for 'in', 'notin' operators, values set can't be empty"
                 )
@@ -118,7 +120,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             key, op, value = _check_key(m.group(1)), m.group(2), m.group(3)
             if op in ("<", ">"):
                 if not re.fullmatch(r"-?\d+", value):
-                    raise SelectorError(
+                    raise QuerySelectorError(
                         "unable to parse requirement: for 'Gt', 'Lt' operators, "
                         f"the value must be an integer: {value!r}"
                     )
@@ -130,15 +132,15 @@ def parse_label_selector(text: str | None) -> LabelSelector:
         if re.fullmatch(r"\S+", part):
             reqs.append((_check_key(part), "exists", frozenset()))
             continue
-        raise SelectorError(f"unable to parse requirement: {part!r}")
-    return LabelSelector(tuple(reqs))
+        raise QuerySelectorError(f"unable to parse requirement: {part!r}")
+    return LabelQuery(tuple(reqs))
 
 
 FieldGetter = Callable[[dict[str, Any]], dict[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
-class FieldSelector:
+class FieldQuery:
     # (label, must_equal, value)
     terms: tuple[tuple[str, bool, str], ...]
 
@@ -186,10 +188,10 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
-def parse_field_selector(text: str | None, supported: frozenset[str]) -> FieldSelector:
+def parse_field_query(text: str | None, supported: frozenset[str]) -> FieldQuery:
     """Parse ``a=b,c!=d``; a label the resource does not index is a 400."""
     if not text or not text.strip():
-        return FieldSelector(())
+        return FieldQuery(())
     terms: list[tuple[str, bool, str]] = []
     for part in _split_unescaped(text, ","):
         if not part:
@@ -200,8 +202,8 @@ def parse_field_selector(text: str | None, supported: frozenset[str]) -> FieldSe
                 label, value = part[:idx].strip(), _unescape(part[idx + len(op) :])
                 break
         else:
-            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise QuerySelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         if label not in supported:
-            raise SelectorError(f"field label not supported: {label}")
+            raise QuerySelectorError(f"field label not supported: {label}")
         terms.append((label, op != "!=", value))
-    return FieldSelector(tuple(terms))
+    return FieldQuery(tuple(terms))
