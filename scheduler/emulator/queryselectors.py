@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.emulator.validation import show
 from scheduler.model.names import label_value_errors, qualified_name_errors
 
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
@@ -54,9 +55,8 @@ class LabelQuery:
                 have = labels.get(key)
                 if have is None:
                     return False
-                try:
-                    number = int(have)
-                except ValueError:
+                number = _go_int(have)
+                if number is None:
                     return False
                 limit = int(next(iter(values)))
                 if (op == "gt" and not number > limit) or (op == "lt" and not number < limit):
@@ -78,16 +78,48 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
+_PARSE_FAILED = "unable to parse requirement: "
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _go_int(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: Python's ``int`` also takes spaces and ``_``."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
 def _check_key(key: str) -> str:
-    if qualified_name_errors(key):
-        raise QuerySelectorError(f"unable to parse requirement: invalid label key {key!r}")
+    """The parser's own key check, which kube reports before anything else (path <nil>)."""
+    errs = qualified_name_errors(key)
+    if errs:
+        raise QuerySelectorError(
+            f"{_PARSE_FAILED}<nil>: Invalid value: {show(key)}: {'; '.join(errs)}"
+        )
     return key
 
 
-def _check_value(value: str) -> str:
-    if label_value_errors(value):
-        raise QuerySelectorError(f"unable to parse requirement: invalid label value: {value!r}")
-    return value
+def _requirement(key: str, op: str, values: list[str]) -> Requirement:
+    """``labels.NewRequirement``'s value checks, aggregated as kube's ``ToAggregate`` words them."""
+    problems: list[str] = []
+    if op in ("gt", "lt"):
+        problems += [
+            f"values[{i}]: Invalid value: {show(v)}: "
+            "for 'Gt', 'Lt' operators, the value must be an integer"
+            for i, v in enumerate(values)
+            if _go_int(v) is None
+        ]
+    for i, value in enumerate(values):
+        errs = label_value_errors(value)
+        if errs:
+            problems.append(f"values[{i}][{key}]: Invalid value: {show(value)}: {'; '.join(errs)}")
+    problems = list(dict.fromkeys(problems))
+    if len(problems) == 1:
+        raise QuerySelectorError(_PARSE_FAILED + problems[0])
+    if problems:
+        raise QuerySelectorError(_PARSE_FAILED + "[" + ", ".join(problems) + "]")
+    return (key, op, frozenset(values))
 
 
 def parse_label_query(text: str | None) -> LabelQuery:
@@ -103,36 +135,21 @@ def parse_label_query(text: str | None) -> LabelQuery:
             continue
         m = _SET_RE.match(part)
         if m:
-            values = [v.strip() for v in m.group(3).split(",")]
-            if m.group(3).strip() == "":
-                values = []
-            for v in values:
-                _check_value(v)
-            if m.group(2) == "in" and not values:
-                raise QuerySelectorError(
-                    "unable to parse requirement: "
-                    "for 'in', 'notin' operators, values set can't be empty"
-                )
-            reqs.append((_check_key(m.group(1)), m.group(2), frozenset(values)))
+            key = _check_key(m.group(1))
+            # kube's parser reads "()" as the set {""} and sorts the set's values.
+            values = sorted({v.strip() for v in m.group(3).split(",")})
+            reqs.append(_requirement(key, m.group(2), values))
             continue
         m = _OP_RE.match(part)
         if m:
             key, op, value = _check_key(m.group(1)), m.group(2), m.group(3)
-            if op in ("<", ">"):
-                if not re.fullmatch(r"-?\d+", value):
-                    raise QuerySelectorError(
-                        "unable to parse requirement: for 'Gt', 'Lt' operators, "
-                        f"the value must be an integer: {value!r}"
-                    )
-                reqs.append((key, "gt" if op == ">" else "lt", frozenset([value])))
-            else:
-                _check_value(value)
-                reqs.append((key, "notin" if op == "!=" else "in", frozenset([value])))
+            kind = {"<": "lt", ">": "gt", "!=": "notin"}.get(op, "in")
+            reqs.append(_requirement(key, kind, [value]))
             continue
         if re.fullmatch(r"\S+", part):
             reqs.append((_check_key(part), "exists", frozenset()))
             continue
-        raise QuerySelectorError(f"unable to parse requirement: {part!r}")
+        raise QuerySelectorError(f"{_PARSE_FAILED}{part!r}")
     return LabelQuery(tuple(reqs))
 
 
