@@ -13,7 +13,7 @@ from typing import Any
 
 from scheduler.config.yamlfiles import load_yaml_documents, read_text
 from scheduler.emulator.admission import SYSTEM_NAMES
-from scheduler.emulator.errors import ApiError
+from scheduler.emulator.statuserrors import ApiError
 from scheduler.emulator.store import Store
 from scheduler.errors import UserError
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.emulator import errors
+from scheduler.emulator import statuserrors
 from scheduler.emulator.resources import Codec, ResourceType
 from scheduler.emulator.watch import Change
 
@@ -126,7 +126,7 @@ def validate_crd(crd: Obj) -> None:
             )
         )
     if causes:
-        raise errors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
+        raise statuserrors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
 
 
 def established_status(crd: Obj) -> Obj:

@@ -13,8 +13,8 @@ import ipaddress
 import time
 from typing import Any
 
-from scheduler.emulator.errors import ApiError
 from scheduler.emulator.resources import ResourceType
+from scheduler.emulator.statuserrors import ApiError
 from scheduler.emulator.store import Store
 from scheduler.emulator.watch import Change
 

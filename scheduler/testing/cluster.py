@@ -16,9 +16,9 @@ from typing import Any
 
 from scheduler.emulator import EmulatorServer
 from scheduler.emulator.clusterfile import load_cluster_file, load_objects
-from scheduler.emulator.errors import ApiError
 from scheduler.emulator.patch import merge_patch
 from scheduler.emulator.resources import ResourceType
+from scheduler.emulator.statuserrors import ApiError
 
 Obj = dict[str, Any]
 

@@ -21,7 +21,7 @@ from kubernetes_asyncio.config import incluster_config, kube_config
 
 from scheduler.api import BindOutcome, BindResult, Code, PodInfo, bind_pod
 from scheduler.emulator import EmulatorServer
-from scheduler.emulator.errors import ApiError as EmulatedError
+from scheduler.emulator.statuserrors import ApiError as EmulatedError
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.errors import (
     AlreadyExists,
