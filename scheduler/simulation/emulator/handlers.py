@@ -9,25 +9,25 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from scheduler.emulator import schema, statuserrors
-from scheduler.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
-from scheduler.emulator.patch import (
+from scheduler.simulation.emulator import schema, statuserrors
+from scheduler.simulation.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
+from scheduler.simulation.emulator.patch import (
     PatchError,
     json_patch,
     merge_patch,
     strategic_merge,
     validate_json_patch,
 )
-from scheduler.emulator.queryselectors import (
+from scheduler.simulation.emulator.queryselectors import (
     QuerySelectorError,
     parse_field_query,
     parse_label_query,
 )
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.watch import Entry, Watcher, bookmark_line, event_line
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.watch import Entry, Watcher, bookmark_line, event_line
 
 if TYPE_CHECKING:
-    from scheduler.emulator.server import EmulatorServer
+    from scheduler.simulation.emulator.server import EmulatorServer
 
 JSON = "application/json"
 PATCH_TYPES = (

@@ -10,7 +10,13 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import (
+from scheduler.model.names import (
+    DNS1123_SUBDOMAIN_MAX,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    max_len_error,
+)
+from scheduler.simulation.emulator import (
     draclaims,
     dracommon,
     draslices,
@@ -19,13 +25,7 @@ from scheduler.emulator import (
     statuserrors,
     validation,
 )
-from scheduler.emulator.resources import ResourceType
-from scheduler.model.names import (
-    DNS1123_SUBDOMAIN_MAX,
-    dns1123_label_errors,
-    dns1123_subdomain_errors,
-    max_len_error,
-)
+from scheduler.simulation.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
 
@@ -326,7 +326,7 @@ def prepare_for_create(
         causes += podclaims.pod_claim_causes(obj)
     _raise(rt, obj["metadata"].get("name") or "", causes)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
-        from scheduler.emulator.crds import validate_crd
+        from scheduler.simulation.emulator.crds import validate_crd
 
         validate_crd(obj)
 

@@ -15,13 +15,13 @@ import math
 import re
 from typing import Any
 
-from scheduler.emulator import quantity
 from scheduler.model.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
     label_value_errors,
     qualified_name_errors,
 )
+from scheduler.simulation.emulator import quantity
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]

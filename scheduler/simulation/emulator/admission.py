@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler.emulator import statuserrors
+from scheduler.simulation.emulator import statuserrors
 
 if TYPE_CHECKING:
-    from scheduler.emulator.resources import ResourceType
-    from scheduler.emulator.store import Store
+    from scheduler.simulation.emulator.resources import ResourceType
+    from scheduler.simulation.emulator.store import Store
 
 Obj = dict[str, Any]
 

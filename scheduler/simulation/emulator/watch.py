@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from scheduler.emulator.queryselectors import FieldQuery, LabelQuery
-from scheduler.emulator.resources import Codec, ResourceType
+from scheduler.simulation.emulator.queryselectors import FieldQuery, LabelQuery
+from scheduler.simulation.emulator.resources import Codec, ResourceType
 
 Obj = dict[str, Any]
 

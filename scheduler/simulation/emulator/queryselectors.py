@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.emulator.validation import show
 from scheduler.model.names import label_value_errors, qualified_name_errors
+from scheduler.simulation.emulator.validation import show
 
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|=|!=|<|>)\s*(.*?)\s*$")

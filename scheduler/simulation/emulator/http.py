@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import yaml
 
-from scheduler.emulator import statuserrors
+from scheduler.simulation.emulator import statuserrors
 
 _TRUE = frozenset({"1", "t", "T", "true", "True", "TRUE"})
 _FALSE = frozenset({"0", "f", "F", "false", "False", "FALSE"})

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.emulator import statuserrors
-from scheduler.emulator.resources import Codec, ResourceType
-from scheduler.emulator.watch import Change
+from scheduler.simulation.emulator import statuserrors
+from scheduler.simulation.emulator.resources import Codec, ResourceType
+from scheduler.simulation.emulator.watch import Change
 
 Obj = dict[str, Any]
 CRD_STORAGE = "apiextensions.k8s.io/customresourcedefinitions"

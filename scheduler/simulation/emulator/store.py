@@ -19,11 +19,11 @@ from typing import Any
 
 import orjson
 
-from scheduler.emulator import admission, schema, statuserrors, strategy
-from scheduler.emulator.builtin import builtin_types
-from scheduler.emulator.queryselectors import FieldQuery, LabelQuery
-from scheduler.emulator.resources import Obj, Registry, ResourceType
-from scheduler.emulator.watch import Change, Entry, Watcher
+from scheduler.simulation.emulator import admission, schema, statuserrors, strategy
+from scheduler.simulation.emulator.builtin import builtin_types
+from scheduler.simulation.emulator.queryselectors import FieldQuery, LabelQuery
+from scheduler.simulation.emulator.resources import Obj, Registry, ResourceType
+from scheduler.simulation.emulator.watch import Change, Entry, Watcher
 
 DEFAULT_LOG_SIZE = 100_000
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.emulator import quantity, statuserrors
-from scheduler.emulator.resources import ResourceType
+from scheduler.simulation.emulator import quantity, statuserrors
+from scheduler.simulation.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
 

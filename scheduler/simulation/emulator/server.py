@@ -23,19 +23,19 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from scheduler.emulator import discovery, openapi, statuserrors
-from scheduler.emulator.claimcontroller import ClaimController
-from scheduler.emulator.clusterfile import load_objects
-from scheduler.emulator.crds import BUILTIN_CRDS, CrdController
-from scheduler.emulator.faults import Faults, LostAnswer
-from scheduler.emulator.handlers import ResourceHandlers, json_response, verb_of
-from scheduler.emulator.http import DiscoveryPath, ResourcePath, parse_bool, parse_path
-from scheduler.emulator.kubeconfig import write_kubeconfig
-from scheduler.emulator.kubelet import FakeKubelet
-from scheduler.emulator.requestlog import RequestLog, RequestRecord
-from scheduler.emulator.store import DEFAULT_LOG_SIZE, Store
-from scheduler.emulator.volumecontroller import VolumeController
-from scheduler.emulator.watch import Watcher
+from scheduler.simulation.emulator import discovery, openapi, statuserrors
+from scheduler.simulation.emulator.claimcontroller import ClaimController
+from scheduler.simulation.emulator.clusterfile import load_objects
+from scheduler.simulation.emulator.crds import BUILTIN_CRDS, CrdController
+from scheduler.simulation.emulator.faults import Faults, LostAnswer
+from scheduler.simulation.emulator.handlers import ResourceHandlers, json_response, verb_of
+from scheduler.simulation.emulator.http import DiscoveryPath, ResourcePath, parse_bool, parse_path
+from scheduler.simulation.emulator.kubeconfig import write_kubeconfig
+from scheduler.simulation.emulator.kubelet import FakeKubelet
+from scheduler.simulation.emulator.requestlog import RequestLog, RequestRecord
+from scheduler.simulation.emulator.store import DEFAULT_LOG_SIZE, Store
+from scheduler.simulation.emulator.volumecontroller import VolumeController
+from scheduler.simulation.emulator.watch import Watcher
 
 T = TypeVar("T")
 ADMIN_PREFIX = "/_emulator/"

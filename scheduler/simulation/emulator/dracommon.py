@@ -13,15 +13,6 @@ import re
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from scheduler.emulator import gojson
-from scheduler.emulator.validation import (
-    Cause,
-    csi_driver_name,
-    duplicate,
-    invalid,
-    not_supported,
-    required,
-)
 from scheduler.model.names import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
@@ -29,6 +20,15 @@ from scheduler.model.names import (
     qualified_name_errors,
 )
 from scheduler.model.resources import is_extended_resource_name
+from scheduler.simulation.emulator import gojson
+from scheduler.simulation.emulator.validation import (
+    Cause,
+    csi_driver_name,
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+)
 
 Obj = dict[str, Any]
 
