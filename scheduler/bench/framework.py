@@ -17,12 +17,13 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api import CycleState, NodeSet, PodInfo, hookimpl
+from scheduler.api import CycleState, hookimpl
 from scheduler.config.points import ExtensionPoint
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
 from scheduler.framework.runtime import Framework
-from scheduler.state.nodetable import NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 
 class NoOp:

@@ -7,19 +7,27 @@ raises a clear error naming what is unavailable, rather than pretending.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 import structlog
 
-from scheduler.api.handle import FrameworkRunner, KubeClient, Nominator, ObjectStore, WaitingPod
+from scheduler.api.handle import FrameworkRunner, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.views import NodesView
 
 EventSink = Callable[[PodInfo, str, str, str, str], None]
 StoreProvider = Callable[[str, str, str], ObjectStore]
 Activator = Callable[[list[PodInfo]], None]
+
+
+class Nominator(Protocol):
+    """Who holds a nomination where: the scheduling queue, with the framework's pods."""
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
 
 
 class HandleUnavailable(RuntimeError):
@@ -166,6 +174,9 @@ class FrameworkHandle:
     def table(self) -> NodeTable:
         return self._table
 
+    def nodes(self) -> NodesView:
+        return self._table.all_nodes().view()
+
     @property
     def client(self) -> KubeClient:
         if self._client is None:
@@ -186,14 +197,15 @@ class FrameworkHandle:
         return self.waiting_pods.reject(uid, plugin, message)
 
     def record_event(
-        self, pod: PodInfo, event_type: str, reason: str, message: str, action: str = ""
+        self, pod: Pod, event_type: str, reason: str, message: str, action: str = ""
     ) -> None:
         if self._event_sink is not None:
-            self._event_sink(pod, event_type, reason, message, action)
+            # Plugins are handed the framework's pods: the view is the PodInfo itself.
+            self._event_sink(cast(PodInfo, pod), event_type, reason, message, action)
 
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         return self._store_provider(group, version, plural)
 
-    def activate_pods(self, pods: list[PodInfo]) -> None:
+    def activate_pods(self, pods: Sequence[Pod]) -> None:
         if self._activator is not None:
-            self._activator(pods)
+            self._activator([cast(PodInfo, pod) for pod in pods])

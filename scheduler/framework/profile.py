@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scheduler.api.handle import Handle
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.config.points import ExtensionPoint
 from scheduler.config.resolve import ResolvedProfile, resolve_profiles
@@ -41,7 +42,8 @@ def build_profile(
         loaded = catalog.load(name)
         args = resolved.plugin_args.get(name)
         try:
-            instance = loaded.plugin_class(args, handle.for_plugin(name))
+            plugin_handle: Handle = handle.for_plugin(name)  # what the plugin API promises
+            instance = loaded.plugin_class(args, plugin_handle)
         except Exception as err:  # third-party constructor
             raise PluginLoadError(
                 loaded.entry,

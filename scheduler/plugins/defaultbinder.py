@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from scheduler.api import Code, CycleState, Plugin, PodInfo, Status, hookimpl
+from scheduler.api import Code, CycleState, Plugin, Status, hookimpl
+from scheduler.state.pod import PodInfo
 
 
 def binding_body(pod: PodInfo, node_name: str) -> dict[str, Any]:

@@ -28,9 +28,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     PreFilterResult,
     Resource,
     Status,
@@ -45,6 +43,8 @@ from scheduler.model.selectors import (
     SelectorError,
 )
 from scheduler.plugins._helpers import PluginArgs, coerce_args, default_normalize_score
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

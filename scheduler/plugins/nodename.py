@@ -13,13 +13,13 @@ from scheduler.api import (
     Code,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     hookimpl,
 )
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 ERR_REASON = "node(s) didn't match the requested node name"
 _UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE

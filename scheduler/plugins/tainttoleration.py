@@ -25,9 +25,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     Resource,
     hookimpl,
 )
@@ -39,7 +37,8 @@ from scheduler.model.taints import (
     Toleration,
 )
 from scheduler.plugins._helpers import default_normalize_score
-from scheduler.state.nodetable import NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 NAME = "TaintToleration"
 NO_SCHEDULE = EFFECT_NO_SCHEDULE

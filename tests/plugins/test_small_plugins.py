@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api import Code, QueuedPodInfo, QueueingHint, Resource, Status
+from scheduler.api import Code, QueueingHint, Resource, Status
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.nodename import ERR_REASON as NODE_NAME_REASON
 from scheduler.plugins.nodename import NodeName
@@ -20,6 +20,7 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.state.pod import QueuedPodInfo
 from tests.plugins.builders import FakeHandle, make_node, make_pod, make_table, new_state, pod_info
 
 # -- PrioritySort ---------------------------------------------------------------------
