@@ -79,7 +79,7 @@ def test_scheduling_gates_hint_only_for_the_pod_itself() -> None:
 def test_node_name(node_name: str | None, expected: list[int]) -> None:
     table = make_table([make_node("foo"), make_node("bar")])
     result = NodeName(None, FakeHandle(table)).filter(
-        new_state(), pod_info(node_name=node_name), table.all_nodes()
+        new_state(), pod_info(node_name=node_name), table.all_nodes().view()
     )
     assert result.codes.tolist() == expected
     if node_name:
@@ -89,7 +89,7 @@ def test_node_name(node_name: str | None, expected: list[int]) -> None:
 def test_node_name_absent_node_rejects_all() -> None:
     table = make_table([make_node("foo")])
     result = NodeName(None, FakeHandle(table)).filter(
-        new_state(), pod_info(node_name="gone"), table.all_nodes()
+        new_state(), pod_info(node_name="gone"), table.all_nodes().view()
     )
     assert result.feasible.tolist() == [False]
 
@@ -128,7 +128,7 @@ def test_node_unschedulable(
 ) -> None:
     table = make_table([make_node("n", unschedulable=unschedulable)])
     plugin = NodeUnschedulable(None, FakeHandle(table))
-    result = plugin.filter(new_state(), pod_info(tolerations=tolerations), table.all_nodes())
+    result = plugin.filter(new_state(), pod_info(tolerations=tolerations), table.all_nodes().view())
     if fits:
         assert result.codes.tolist() == [0]
     else:

@@ -396,7 +396,7 @@ class DynamicResources(Plugin):
         for index, selector in enumerate(data.available_on):
             if selector is None:
                 continue
-            misses = ~selector_mask(selector, nodes) & open_
+            misses = ~selector_mask(selector, nodes.view()) & open_
             if misses.any():
                 claim_misses.append((index, misses))
                 unavailable |= misses

@@ -198,7 +198,7 @@ class NodeAffinityCache:
         selector = self.selector(pv)
         if selector is None:
             return np.ones(len(nodes), dtype=np.bool_)
-        return selector_mask(selector, nodes)
+        return selector_mask(selector, nodes.view())
 
 
 def label_selector_mask(selector: LabelSelector, nodes: NodeSet) -> BoolArray:
