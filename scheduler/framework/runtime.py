@@ -38,6 +38,7 @@ from scheduler.api.status import Code, Status
 from scheduler.api.views import Node, Pod
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
+from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
@@ -317,6 +318,10 @@ class Framework:
         for name, plugin in manager.list_name_plugin():
             if name is not None:
                 self.plugins[name] = plugin
+        #: Plugins declaring ``pods_via_requested`` (checked in promise-checking mode).
+        self._via_requested = frozenset(
+            name for name, p in self.plugins.items() if getattr(p, "pods_via_requested", False)
+        )
         #: One breaker per plugin: failures at any of its hooks count.
         self.breakers = {
             name: Breaker(breaker_config.consecutive_failures, breaker_config.cool_down)
@@ -758,6 +763,10 @@ class Framework:
                 continue
             try:
                 result = self._invoke(call, (state, pod, candidates), pod, sampled)
+                if promises.CHECK_PROMISES and call.plugin in self._via_requested:
+                    promises.check_pods_via_requested(
+                        call.plugin, call, state, pod, candidates, result
+                    )
                 if isinstance(result, FilterResult):
                     if len(result) != len(candidates):
                         raise self._garbage(
