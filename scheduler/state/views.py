@@ -47,6 +47,7 @@ class TableArrays:
         "non_zero_requested",
         "requested",
         "taint_matrix",
+        "taints",
         "unschedulable",
     )
 
@@ -57,6 +58,8 @@ class TableArrays:
         self.non_zero_requested = read_only(table.non_zero_requested)
         self.unschedulable = read_only(table.unschedulable)
         self.taint_matrix = read_only(table.taint_matrix)
+        # A new distinct taint adds a column, which moves the layout: one tuple per layout.
+        self.taints: tuple[Taint, ...] = tuple(table.taint_list)
         # label key -> (the table's column it views, the read-only view)
         self._labels: dict[str, tuple[_ArrayT, _ArrayT]] = {}
 
@@ -172,12 +175,10 @@ class NodesView:
         rows = self._set.rows
         contiguous = self._contiguous
         if contiguous is None:
-            # Every row in use is a candidate (rows are distinct): 0..n-1, in
-            # order when sorted. Then an aligned array is a slice, not a copy.
-            n = len(rows)
-            contiguous = self._contiguous = n == self._table.size and (
-                n < 2 or bool(np.all(rows[1:] > rows[:-1]))
-            )
+            # The table's own list of live rows, and every row in use is live:
+            # the rows are 0..n-1 in order, so an aligned array is a slice.
+            table = self._table
+            contiguous = self._contiguous = len(rows) == table.size and rows is table.rows()
         if contiguous:
             out = source[: len(rows)]
         else:
@@ -263,7 +264,7 @@ class NodesView:
 
     @property
     def taints(self) -> Sequence[Taint]:
-        return tuple(self._table.taint_list)
+        return self._table_arrays().taints
 
     @property
     def taint_matrix(self) -> BoolArray:
