@@ -118,9 +118,13 @@ class FrameworkHandle:
         store_provider: StoreProvider | None = None,
         activator: Activator | None = None,
         plugin_name: str = "",
+        legacy_table: bool = True,
     ) -> None:
         self._profile_name = profile_name
         self._table = table
+        self._plugin_name = plugin_name
+        # API 1.x plugins may reach the live table; 2.x ones get views only.
+        self._legacy_table = legacy_table
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self._client = client
         self._event_sink = event_sink
@@ -132,8 +136,12 @@ class FrameworkHandle:
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
 
-    def for_plugin(self, plugin_name: str) -> FrameworkHandle:
-        """A copy whose logger is bound to ``plugin_name``."""
+    def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
+        """A copy whose logger is bound to ``plugin_name``.
+
+        ``legacy_table``: whether ``table`` gives the live NodeTable (API 1.x
+        plugins, and the framework's own code) or refuses (API 2.x plugins).
+        """
         copy = FrameworkHandle(
             self._profile_name,
             self._table,
@@ -143,6 +151,7 @@ class FrameworkHandle:
             store_provider=self._store_provider,
             activator=self._activator,
             plugin_name=plugin_name,
+            legacy_table=legacy_table,
         )
         copy._framework = self._framework
         copy._nominator = self._nominator
@@ -172,9 +181,15 @@ class FrameworkHandle:
 
     @property
     def table(self) -> NodeTable:
+        if not self._legacy_table:
+            raise HandleUnavailable(
+                f"plugin {self._plugin_name or '?'} declares plugin API 2.x: handle.table is "
+                "API 1.x's live node table; use handle.nodes() or the nodes its hooks are given"
+            )
         return self._table
 
     def nodes(self) -> NodesView:
+        """Every node, read-only (API 2.0)."""
         return self._table.all_nodes().view()
 
     @property

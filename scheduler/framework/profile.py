@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduler.api.handle import Handle
+from scheduler.api.version import uses_views
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.config.points import ExtensionPoint
 from scheduler.config.resolve import ResolvedProfile, resolve_profiles
@@ -42,7 +43,10 @@ def build_profile(
         loaded = catalog.load(name)
         args = resolved.plugin_args.get(name)
         try:
-            plugin_handle: Handle = handle.for_plugin(name)  # what the plugin API promises
+            # What the plugin API promises; a 2.x plugin's handle has no live table.
+            plugin_handle: Handle = handle.for_plugin(
+                name, legacy_table=not uses_views(loaded.api_version)
+            )
             instance = loaded.plugin_class(args, plugin_handle)
         except Exception as err:  # third-party constructor
             raise PluginLoadError(

@@ -29,6 +29,7 @@ from scheduler.api.handle import Handle
 from scheduler.api.hookspecs import SchedulerHookSpecs
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Status
+from scheduler.api.version import uses_views
 from scheduler.api.views import Node, Nodes, Pod, QueuedPod
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
@@ -128,7 +129,9 @@ class PluginTestKit:
         if isinstance(model, type) and issubclass(model, BaseModel):
             args = coerce_args(model, args)
         name = str(getattr(plugin_class, "name", "") or plugin_class.__name__)
-        return plugin_class(args, self._handle.for_plugin(name))  # type: ignore[call-arg]
+        version = str(getattr(plugin_class, "api_version", "1.0"))
+        handle = self._handle.for_plugin(name, legacy_table=not uses_views(version))
+        return plugin_class(args, handle)  # type: ignore[call-arg]
 
     def call(
         self,

@@ -12,6 +12,7 @@ import pytest
 import scheduler.api as api
 from scheduler.api import CPU, PODS, CycleState, FilterResult, Nodes, Plugin, Pod, hookimpl
 from scheduler.api.version import LEGACY_MAJORS, PLUGIN_API_VERSION, is_compatible
+from scheduler.framework.handle import HandleUnavailable
 from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.views import NodesView, TableArrays
@@ -191,3 +192,14 @@ def test_the_kit_calls_hooks_like_the_framework() -> None:
     assert V2.seen == [NodesView] and V1.seen == [NodeSet]
     with pytest.raises(TypeError, match="needs pod_to_add"):
         kit.call(v2, "pre_filter_add_pod", make_pod("w"), node="a")
+
+
+def test_a_2x_plugin_handle_has_no_live_table() -> None:
+    kit = PluginTestKit(nodes=[make_node("a")])
+    v2, v1 = kit.build(V2), kit.build(V1)
+    assert v1.handle.table is not None  # 1.x: as before
+    with pytest.raises(HandleUnavailable, match=r"plugin V2 declares plugin API 2.x"):
+        _ = v2.handle.table
+    assert v2.handle.nodes().names == ["a"]
+    with pytest.raises(ValueError, match="read-only"):
+        v2.handle.nodes().allocatable[0, CPU] = 0
