@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.api.args import PluginArgs, coerce_args
+from scheduler.api.binding import BindOutcome, BindResult, bind_pod, binding_body
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.events import (
     ActionType,
@@ -111,6 +112,11 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "ClusterEventWithHint",
     "QueueingHint",
     "Resource",
+    # binding (a Bind plugin that wants kube's behaviour)
+    "BindOutcome",
+    "BindResult",
+    "bind_pod",
+    "binding_body",
     # Kubernetes values (scheduler.model)
     "LabelSelector",
     "NodeSelector",

@@ -462,6 +462,7 @@ class DefaultPreemption(Plugin):
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> PostFilterResult:
+        self.handle.record_preemption_attempt()  # kube counts every call, helpful or not
         result, status = self.preempt(state, pod, diagnosis)
         message = status.message()
         if message:
@@ -1018,6 +1019,8 @@ class DefaultPreemption(Plugin):
         nomination is the answer.
         """
         victims = [v for v in candidate.victims if not v.deleting]
+        if victims:  # kube's async preemption observes only when it has pods to evict
+            self.handle.record_preemption_victims(len(candidate.victims))
         if self._spawn(self._evict(candidate.node, pod, victims), pod) and victims:
             # Marked now, not when the task first runs: a retry of the pod
             # in between must already see the preemption in progress. With

@@ -7,9 +7,11 @@ import re
 import time
 from typing import Any
 
+from scheduler.api import bind_pod
 from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder, object_reference
+from scheduler.state.pod import PodInfo
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import pod
 
@@ -182,9 +184,8 @@ async def test_bindings_overtake_queued_events(
     # a FIFO bucket each binding would queue behind the event the sender
     # re-queued meanwhile: event, bind, event, bind, ...
     for target in pods:
-        await client.bind_pod(
-            "default", target["metadata"]["name"], target["metadata"]["uid"], "n1"
-        )
+        outcome = await bind_pod(client, PodInfo.from_dict(target), "n1")
+        assert outcome.bound, outcome
     await flushed(recorder)
 
     order = [
