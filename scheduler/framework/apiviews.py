@@ -48,7 +48,9 @@ def hook_function(
     if positions == [2] and len(argnames) == 3:  # (state, pod, nodes): the array hooks
         # The hot path (every Filter/Score call): no helper call, one type check.
         def call3(state: Any, pod: Any, nodes: Any) -> Any:
-            return fn(state, pod, nodes.view() if type(nodes) is NodeSet else nodes)
+            if type(nodes) is NodeSet:
+                nodes = nodes.cached_view or nodes.view()
+            return fn(state, pod, nodes)
 
         return call3
 

@@ -375,19 +375,20 @@ class NodeSet:
     and return arrays aligned with ``rows``.
     """
 
-    __slots__ = ("_names", "_view", "rows", "table")
+    __slots__ = ("_names", "cached_view", "rows", "table")
 
     def __init__(self, table: NodeTable, rows: IntArray) -> None:
         self.table = table
         self.rows = rows
         self._names: list[str] | None = None
-        self._view: NodesView | None = None
+        #: The view once made (read directly on the framework's hot path).
+        self.cached_view: NodesView | None = None
 
     def view(self) -> NodesView:
         """These nodes as the plugin API's read-only ``Nodes`` (made once per set)."""
-        view = self._view
+        view = self.cached_view
         if view is None:
-            view = self._view = NodesView(self)
+            view = self.cached_view = NodesView(self)
         return view
 
     def __len__(self) -> int:
