@@ -43,9 +43,8 @@ from scheduler.framework.apiviews import hook_function
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 from scheduler.observability.logging import get_logger
-from scheduler.state.nodetable import NodeInfo, NodeSet
+from scheduler.state.nodetable import NodeInfo, NodeSet, node_info_of
 from scheduler.state.pod import PodInfo, QueuedPodInfo
-from scheduler.state.views import node_info_of
 
 ScoreArray = npt.NDArray[np.int64]
 _INT64 = np.dtype(np.int64)

@@ -33,7 +33,7 @@ from scheduler.model.taints import Taint
 from scheduler.state.labels import BoolArray, IntArray, LabelIndex
 from scheduler.state.pod import PodInfo
 from scheduler.state.podtable import PodTable
-from scheduler.state.views import NodesView, TableArrays
+from scheduler.state.views import NodesView, NodeView, TableArrays
 
 _OCCUPANCY_KEY = "NodeTable/occupancy"  # in PodInfo.cache
 
@@ -476,3 +476,12 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r})"
+
+
+def node_info_of(node: object) -> NodeInfo:
+    """The table row behind a node a plugin passed back (a 1.x NodeInfo or a 2.0 view)."""
+    if isinstance(node, NodeView):
+        return node.node_info
+    if isinstance(node, NodeInfo):
+        return node
+    raise TypeError(f"expected a node the framework handed out, got {type(node).__name__}")

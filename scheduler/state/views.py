@@ -130,15 +130,13 @@ class NodeView:
     def host_ports(self) -> Sequence[HostPort]:
         return tuple(self._info.host_ports)
 
+    @property
+    def node_info(self) -> NodeInfo:
+        """The framework's side of the view (not part of the plugin API)."""
+        return self._info
+
     def __repr__(self) -> str:
         return f"NodeView({self.name!r})"
-
-
-def node_info_of(node: object) -> NodeInfo:
-    """The table row behind a node a plugin passed back (a 1.x NodeInfo or a 2.0 view)."""
-    if isinstance(node, NodeView):
-        return node._info
-    return node  # type: ignore[return-value]
 
 
 class NodesView:
