@@ -27,7 +27,7 @@ async def run_daemon(
 ) -> int:
     from kubernetes_asyncio.config import ConfigException
 
-    from scheduler.engine.daemon import Daemon
+    from scheduler.daemon.daemon import Daemon
     from scheduler.kube.client import KubeClient
 
     # The daemon keeps every pod of the cluster: millions of long-lived

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from scheduler.config.loading import load_config
+from scheduler.daemon.daemon import Daemon
 from scheduler.emulator.claimcontroller import ClaimController
 from scheduler.emulator.volumecontroller import VolumeController
-from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from scheduler.engine.control import EXIT_LOST_LEASE, EXIT_STUCK
+from scheduler.daemon.control import EXIT_LOST_LEASE, EXIT_STUCK
 from scheduler.kube.leaderelection import micro_time
 from tests.e2e.conftest import Cluster, scheduler_config, wait_until
 from tests.e2e.processes import free_port, start_run

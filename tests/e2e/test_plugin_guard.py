@@ -122,7 +122,7 @@ async def test_score_plugin_that_raises_under_ignore_does_not_stop_pods_binding(
 DAEMON_WITH_TEST_PLUGINS = """
 import asyncio, json, sys
 from scheduler.config.loading import load_config
-from scheduler.engine.daemon import Daemon
+from scheduler.daemon.daemon import Daemon
 from scheduler.kube.client import KubeClient
 from tests.e2e.plugins import catalog_with_test_plugins
 

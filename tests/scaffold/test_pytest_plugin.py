@@ -15,8 +15,6 @@ from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
 from scheduler.testing.objects import make_node, make_pod
 
-pytest_plugins = ["scheduler.testing.pytest_plugin"]
-
 
 class OnlyZoneB(Plugin):
     """Filter for the tests: only nodes labelled zone=b."""

@@ -6,7 +6,7 @@ scheduling loop runs only while leading. Losing the lease ends the process
 with a non-zero exit, as kube-scheduler does, so that the Deployment restarts
 it clean rather than risk two leaders acting on stale state. Under ``run``,
 health, metrics, the lease and signals live on a control thread
-(:mod:`scheduler.engine.control`) that plugin hooks cannot hold up.
+(:mod:`scheduler.daemon.control`) that plugin hooks cannot hold up.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from scheduler.api.events import ActionType, ClusterEvent
 from scheduler.api.handle import ObjectStore
 from scheduler.api.status import Status
 from scheduler.config.models import SchedulerConfiguration
+from scheduler.daemon.adapters import LIST_ITEM_KINDS, InformerStore, KubeIO, resource_path
+from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
+from scheduler.daemon.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
+from scheduler.daemon.reload import ConfigReloader, digest_of
 from scheduler.engine.cache import SchedulerCache
-from scheduler.engine.control import EXIT_STUCK as CONTROL_EXIT_STUCK
-from scheduler.engine.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.engine.events import (
     NODE_ADD,
     NODE_DELETE,
@@ -48,7 +50,6 @@ from scheduler.engine.queue import (
     SchedulingQueue,
     scheduling_relevant_change,
 )
-from scheduler.engine.reload import ConfigReloader, digest_of
 from scheduler.engine.scheduler import (
     Scheduler,
     has_pod_scheduled_false,
@@ -77,7 +78,7 @@ log = structlog.get_logger("scheduler.daemon")
 EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 #: ``run`` only: a stop the scheduling loop did not finish within
-#: ``shutdownGracePeriod`` (a plugin held it); see scheduler.engine.control.
+#: ``shutdownGracePeriod`` (a plugin held it); see scheduler.daemon.control.
 EXIT_STUCK = CONTROL_EXIT_STUCK
 
 #: Seconds a graceful stop waits to release the lease before leaving it to expire.
@@ -93,69 +94,6 @@ RELOAD_SYNC_WITHIN = 60.0
 
 # kube-scheduler's pod informer: terminal pods hold no resources.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-
-
-class KubeIO:
-    """The engine's ClusterIO over our kube adapter; remembers each pod's last failure."""
-
-    def __init__(self, client: KubeClient, recorder: EventRecorder) -> None:
-        self.client = client
-        self.recorder = recorder
-        self.last_failure: dict[str, str] = {}
-
-    def record_event(
-        self, pod: PodInfo, event_type: str, reason: str, note: str, action: str
-    ) -> None:
-        if reason == "FailedScheduling":
-            self.last_failure[pod.key] = note
-        elif reason == "Scheduled":
-            self.last_failure.pop(pod.key, None)
-        self.recorder.record(pod, event_type, reason, note, action)
-
-    async def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        await self.client.patch_pod_status(namespace, name, patch)
-
-
-class InformerStore:
-    """A plugin's read-only view of an informer's objects (``handle.store``)."""
-
-    def __init__(self, informer: Informer) -> None:
-        self._informer = informer
-
-    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        key = f"{namespace}/{name}" if namespace else name
-        return self._informer.store.get(key)
-
-    def revision(self) -> int:
-        return self._informer.revision
-
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        objs: list[Mapping[str, Any]] = list(self._informer.store.values())
-        if namespace is None:
-            return objs
-        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
-
-
-#: Kinds of built-in resources plugins watch. Items of a list response carry
-#: no ``kind`` (only watch events do), so an event from a (re-)list is named
-#: from here, as the kind plugins register for.
-_LIST_ITEM_KINDS: dict[str, str] = {
-    "persistentvolumeclaims": "PersistentVolumeClaim",
-    "persistentvolumes": "PersistentVolume",
-    "storageclasses": "StorageClass",
-    "csinodes": "CSINode",
-    "csidrivers": "CSIDriver",
-    "csistoragecapacities": "CSIStorageCapacity",
-    "volumeattachments": "VolumeAttachment",
-    "poddisruptionbudgets": "PodDisruptionBudget",
-    "resourceclaims": "ResourceClaim",
-    "resourceslices": "ResourceSlice",
-    "deviceclasses": "DeviceClass",
-}
-
-
-def resource_path(group: str, version: str, plural: str) -> str:
-    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
 
 class Daemon:
@@ -177,13 +115,13 @@ class Daemon:
 
         With ``config_path`` (the file ``config`` was loaded from), the file
         is watched and a changed version applied while running
-        (:mod:`scheduler.engine.reload`); ``rediscover`` then gives the
+        (:mod:`scheduler.daemon.reload`); ``rediscover`` then gives the
         plugin catalog a reload resolves against (``run``: a fresh look at the
         installed distributions), else ``catalog`` is used again.
 
         With ``control_client`` (a factory of a second API client, as ``run``
         passes), health, metrics, leader election and signals run on a
-        thread of their own (:mod:`scheduler.engine.control`), out of reach
+        thread of their own (:mod:`scheduler.daemon.control`), out of reach
         of plugin hooks; without it everything shares the caller's loop,
         which suits embedding and in-process tests.
         """
@@ -468,7 +406,7 @@ class Daemon:
     ) -> None:
         """A change of a plugin-watched resource, as the event its Kind names."""
         obj = new if new is not None else old
-        kind = str((obj or {}).get("kind") or _LIST_ITEM_KINDS.get(plural) or plural)
+        kind = str((obj or {}).get("kind") or LIST_ITEM_KINDS.get(plural) or plural)
         self.queue.move_on_event(ClusterEvent(kind, action), old, new)
 
     def _pre_enqueue(self, pod: PodInfo) -> Status:
