@@ -12,8 +12,9 @@ with the file, the line and the rule it breaks:
 - ``scheduler.model`` depends on nothing else of the scheduler.
 - ``scheduler.state`` depends on ``api`` and ``model`` only: it implements the
   API's views, never the other way round.
-- ``scheduler.framework`` never imports the daemon (``engine``), the plugins,
-  the Kubernetes client (``kube``), the CLI or the tooling.
+- ``scheduler.framework`` never imports the daemon (``daemon``, ``engine``),
+  the plugins, the Kubernetes client (``kube``), the CLI or the tooling
+  (``simulation``, ``emulator``, ``bench``, ``testing``).
 - Contrib plugins and what ``pluggable-scheduler new-plugin`` generates import
   only ``scheduler.api``, ``scheduler.testing`` and ``scheduler.model``.
 """
@@ -101,6 +102,8 @@ def test_state_implements_the_api_and_depends_on_nothing_above() -> None:
 
 def test_framework_does_not_reach_up() -> None:
     forbidden = (
+        "scheduler.daemon",
+        "scheduler.simulation",
         "scheduler.engine",
         "scheduler.plugins",
         "scheduler.kube",
@@ -145,8 +148,8 @@ def test_the_harness_exception_stays_as_small_as_it_is() -> None:
     found = {m for _, m in imports(INTERNALS_HARNESS) if within(m, "scheduler")}
     assert found - {m for m in found if within(m, *PUBLIC)} == {
         "scheduler.config",
+        "scheduler.daemon.daemon",
         "scheduler.emulator",
-        "scheduler.engine.daemon",
         "scheduler.framework.loader",
         "scheduler.kube.client",
     }
