@@ -118,7 +118,8 @@ def test_filter_verdicts_follow_new_taints() -> None:
             make_node("c", taints=[taint("y", "", "NoExecute")]),
         ]
     )
-    assert plugin.filter(new_state(), info, more.all_nodes().view()).feasible.tolist() == [True, False]
+    result = plugin.filter(new_state(), info, more.all_nodes().view())
+    assert result.feasible.tolist() == [True, False]
 
 
 SCORE_CASES: list[tuple[str, Any, list[Any], list[int]]] = [
