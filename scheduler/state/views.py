@@ -14,6 +14,7 @@ them, so a hook reading ``nodes.allocatable`` pays nothing after the first.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,9 +95,11 @@ class NodeView:
     def name(self) -> str:
         return self._info.name
 
+    # The node's parsed maps are the table's own (its label index keeps them):
+    # handed out behind read-only proxies.
     @property
     def labels(self) -> Mapping[str, str]:
-        return self._info.labels
+        return MappingProxyType(self._info.labels)
 
     @property
     def taints(self) -> Sequence[Taint]:
@@ -108,11 +111,11 @@ class NodeView:
 
     @property
     def images(self) -> Mapping[str, int]:
-        return self._info.images
+        return MappingProxyType(self._info.images)
 
     @property
     def raw(self) -> Mapping[str, Any]:
-        return self._info.raw
+        return MappingProxyType(self._info.raw)
 
     @property
     def allocatable(self) -> Mapping[str, int]:
@@ -142,7 +145,7 @@ class NodeView:
 class NodesView:
     """Candidate rows of the table as :class:`scheduler.api.views.Nodes`."""
 
-    __slots__ = ("_arrays", "_cache", "_contiguous", "_set", "_table")
+    __slots__ = ("_arrays", "_cache", "_contiguous", "_names", "_set", "_table")
 
     def __init__(self, node_set: NodeSet) -> None:
         self._set = node_set
@@ -150,6 +153,7 @@ class NodesView:
         self._arrays: TableArrays | None = None
         self._cache: dict[str, _ArrayT] = {}
         self._contiguous: bool | None = None  # decided on the first aligned array
+        self._names: tuple[str, ...] | None = None
 
     # -- plumbing -------------------------------------------------------------
 
@@ -198,7 +202,10 @@ class NodesView:
 
     @property
     def names(self) -> Sequence[str]:
-        return self._set.names
+        names = self._names
+        if names is None:
+            names = self._names = tuple(self._set.names)  # the set's list is the framework's
+        return names
 
     def node(self, i: int) -> NodeView:
         return NodeView(self._set.node(i))

@@ -62,7 +62,7 @@ def test_arrays_are_read_only_and_aligned_with_the_candidates() -> None:
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
     some = everyone.subset(np.asarray([False, True, True]))
-    assert some.names == ["b", "c"]
+    assert list(some.names) == ["b", "c"]
     assert some.allocatable[:, CPU].tolist() == [4000, 8000]
     assert some.index_of("c") == 1 and some.index_of("a") is None
     with pytest.raises(ValueError, match="read-only"):
@@ -93,6 +93,23 @@ def test_nodes_view_hides_the_table() -> None:
     node = nodes.node(1)
     assert node.name == "b" and [p.name for p in node.pods] == ["p"]
     assert not hasattr(node, "table")
+
+
+def test_views_hand_out_nothing_the_table_keeps_writable() -> None:
+    table = cluster()
+    nodes = table.all_nodes().view()
+    with pytest.raises(TypeError):
+        nodes.names[0] = "x"  # type: ignore[index]
+    node = nodes.node(0)
+    with pytest.raises(TypeError):
+        node.labels["kubernetes.io/os"] = "windows"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        node.raw["spec"] = {}  # type: ignore[index]
+    assert table.all_nodes().names[0] == "a"
+    assert (
+        table.labels.value_of("kubernetes.io/os", int(nodes.label_values("kubernetes.io/os")[0]))
+        == "linux"
+    )
 
 
 class _Recorder(Plugin):
@@ -200,6 +217,6 @@ def test_a_2x_plugin_handle_has_no_live_table() -> None:
     assert v1.handle.table is not None  # 1.x: as before
     with pytest.raises(HandleUnavailable, match=r"plugin V2 declares plugin API 2.x"):
         _ = v2.handle.table
-    assert v2.handle.nodes().names == ["a"]
+    assert list(v2.handle.nodes().names) == ["a"]
     with pytest.raises(ValueError, match="read-only"):
         v2.handle.nodes().allocatable[0, CPU] = 0
