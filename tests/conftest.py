@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 from scheduler.testing.controlplane import (
     DRA_CONTROLLERS,
     ControlPlaneError,

@@ -108,7 +108,6 @@ def test_framework_does_not_reach_up() -> None:
         "scheduler.plugins",
         "scheduler.kube",
         "scheduler.cli",
-        "scheduler.emulator",
         "scheduler.bench",
         "scheduler.testing",
     )
@@ -149,7 +148,7 @@ def test_the_harness_exception_stays_as_small_as_it_is() -> None:
     assert found - {m for m in found if within(m, *PUBLIC)} == {
         "scheduler.config",
         "scheduler.daemon.daemon",
-        "scheduler.emulator",
+        "scheduler.simulation.emulator",
         "scheduler.framework.loader",
         "scheduler.kube.client",
     }

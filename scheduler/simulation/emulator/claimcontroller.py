@@ -29,11 +29,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from scheduler.emulator.dracommon import items, mapping
-from scheduler.emulator.reconciler import Reconciler
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.store import Store
-from scheduler.emulator.watch import Change
+from scheduler.simulation.emulator.dracommon import items, mapping
+from scheduler.simulation.emulator.reconciler import Reconciler
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.store import Store
+from scheduler.simulation.emulator.watch import Change
 
 Obj = dict[str, Any]
 Key = tuple[str, str]

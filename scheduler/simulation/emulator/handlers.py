@@ -9,21 +9,25 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiohttp import web
 
-from scheduler.emulator import errors, schema
-from scheduler.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
-from scheduler.emulator.patch import (
+from scheduler.simulation.emulator import schema, statuserrors
+from scheduler.simulation.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
+from scheduler.simulation.emulator.patch import (
     PatchError,
     json_patch,
     merge_patch,
     strategic_merge,
     validate_json_patch,
 )
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.selectors import SelectorError, parse_field_selector, parse_label_selector
-from scheduler.emulator.watch import Entry, Watcher, bookmark_line, event_line
+from scheduler.simulation.emulator.queryselectors import (
+    QuerySelectorError,
+    parse_field_query,
+    parse_label_query,
+)
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.watch import Entry, Watcher, bookmark_line, event_line
 
 if TYPE_CHECKING:
-    from scheduler.emulator.server import EmulatorServer
+    from scheduler.simulation.emulator.server import EmulatorServer
 
 JSON = "application/json"
 PATCH_TYPES = (
@@ -68,11 +72,11 @@ class ResourceHandlers:
     def resolve(self, rp: ResourcePath) -> ResourceType:
         rt = self.store.registry.lookup(rp.group, rp.version, rp.resource)
         if rt is None:
-            raise errors.path_not_found()
+            raise statuserrors.path_not_found()
         if rp.namespace is not None and not rt.namespaced:
-            raise errors.path_not_found()
+            raise statuserrors.path_not_found()
         if rp.subresource and rp.subresource not in rt.subresources:
-            raise errors.path_not_found()
+            raise statuserrors.path_not_found()
         return rt
 
     async def handle(
@@ -83,28 +87,32 @@ class ResourceHandlers:
         if verb in ("list", "watch") and rp.legacy_watch:
             verb = "watch"
         if verb not in rt.verbs and not rp.subresource:
-            raise errors.method_not_allowed()
+            raise statuserrors.method_not_allowed()
         if (
             rt.namespaced
             and rp.namespace is None
             and verb not in ("list", "watch")
             and not (verb == "watch" and rp.name)
         ):
-            raise errors.method_not_allowed() if verb == "create" else errors.path_not_found()
+            raise (
+                statuserrors.method_not_allowed()
+                if verb == "create"
+                else statuserrors.path_not_found()
+            )
         if verb == "list":
             return self.list(request, rt, rp)
         if verb == "watch":
             return await self.watch(request, rt, rp)
         if verb == "get":
             if rp.subresource not in ("", "status"):
-                raise errors.method_not_allowed()
+                raise statuserrors.method_not_allowed()
             return json_response(self.store.entry(rt, ns, rp.name).encoded(rt.codec))
         if verb == "create":
             return await self.create(request, rt, rp)
         if verb == "update":
             body = await self._object_body(request, rt)
             if rp.subresource not in ("", "status"):
-                raise errors.method_not_allowed()
+                raise statuserrors.method_not_allowed()
             entry, created = self.store.update_entry(
                 rt, ns, rp.name, body, subresource=rp.subresource
             )
@@ -115,12 +123,12 @@ class ResourceHandlers:
             return await self.delete(request, rt, rp)
         if verb == "deletecollection":
             return await self.delete_collection(request, rt, rp)
-        raise errors.method_not_allowed()
+        raise statuserrors.method_not_allowed()
 
     async def _object_body(self, request: web.BaseRequest, rt: ResourceType) -> dict[str, Any]:
         body = decode_body(await request.read(), request.content_type, rt.kind)
         if not isinstance(body, dict):
-            raise errors.bad_request(
+            raise statuserrors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind})"
             )
         return body
@@ -132,13 +140,13 @@ class ResourceHandlers:
         if rp.subresource == "binding":
             body = decode_body(await request.read(), request.content_type, "Binding")
             if not isinstance(body, dict):
-                raise errors.bad_request(
+                raise statuserrors.bad_request(
                     "the object provided is unrecognized (must be of type Binding)"
                 )
             self.store.bind(ns, rp.name, schema.check(rt, body, kind="Binding"))
             return json_response(_SUCCESS_201, 201)
         if rp.name or rp.subresource:
-            raise errors.method_not_allowed()
+            raise statuserrors.method_not_allowed()
         body = await self._object_body(request, rt)
         entry = self.store.create_entry(rt, body, namespace=rp.namespace, admit=True)
         return json_response(entry.encoded(rt.codec), 201)
@@ -147,31 +155,31 @@ class ResourceHandlers:
         self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.Response:
         if rp.subresource not in ("", "status"):
-            raise errors.method_not_allowed()
+            raise statuserrors.method_not_allowed()
         content_type = request.content_type
         supported = [t for t in PATCH_TYPES if rt.strategic_merge or "strategic" not in t]
         if content_type not in supported or content_type == "application/apply-patch+yaml":
-            raise errors.unsupported_media_type(content_type or "none", supported)
+            raise statuserrors.unsupported_media_type(content_type or "none", supported)
         raw = await request.read()
         try:
             patch = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"error decoding patch: {exc}") from exc
+            raise statuserrors.bad_request(f"error decoding patch: {exc}") from exc
         if content_type == "application/json-patch+json":
             try:
                 ops = validate_json_patch(patch)
             except ValueError as exc:
-                raise errors.bad_request(str(exc)) from exc
+                raise statuserrors.bad_request(str(exc)) from exc
 
             def change(obj: dict[str, Any]) -> dict[str, Any]:
                 try:
                     result: dict[str, Any] = json_patch(obj, ops)
                 except PatchError as exc:
-                    raise errors.ApiError(422, "Invalid", str(exc)) from exc
+                    raise statuserrors.ApiError(422, "Invalid", str(exc)) from exc
                 return result
         else:
             if not isinstance(patch, dict):
-                raise errors.bad_request("patch body must be a JSON object")
+                raise statuserrors.bad_request("patch body must be a JSON object")
             strategic = content_type == "application/strategic-merge-patch+json"
 
             def change(obj: dict[str, Any]) -> dict[str, Any]:
@@ -181,9 +189,9 @@ class ResourceHandlers:
                 try:
                     merged = strategic_merge(obj, patch)
                 except PatchError as exc:
-                    raise errors.ApiError(422, "Invalid", str(exc)) from exc
+                    raise statuserrors.ApiError(422, "Invalid", str(exc)) from exc
                 if merged is None:
-                    raise errors.ApiError(
+                    raise statuserrors.ApiError(
                         422, "Invalid", "$patch: delete is not allowed at the top level"
                     )
                 return merged
@@ -216,7 +224,7 @@ class ResourceHandlers:
         self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath
     ) -> web.Response:
         if rp.subresource:
-            raise errors.method_not_allowed()
+            raise statuserrors.method_not_allowed()
         options = await self._delete_options(request)
         entry, gone = self.store.delete_entry(rt, rp.namespace or "", rp.name, options)
         if gone and not rt.return_deleted_object:
@@ -247,7 +255,7 @@ class ResourceHandlers:
                 gone_entry, _ = self.store.delete_entry(
                     rt, meta.get("namespace", ""), meta["name"], dict(options)
                 )
-            except errors.ApiError as exc:
+            except statuserrors.ApiError as exc:
                 if exc.code == 404:
                     continue
                 raise
@@ -256,12 +264,12 @@ class ResourceHandlers:
 
     def _selectors(self, request: web.BaseRequest, rt: ResourceType) -> tuple[Any, Any]:
         try:
-            labels = parse_label_selector(request.query.get("labelSelector"))
-            fields = parse_field_selector(
+            labels = parse_label_query(request.query.get("labelSelector"))
+            fields = parse_field_query(
                 request.query.get("fieldSelector"), self.store.supported_fields(rt)
             )
-        except SelectorError as exc:
-            raise errors.bad_request(str(exc)) from exc
+        except QuerySelectorError as exc:
+            raise statuserrors.bad_request(str(exc)) from exc
         return labels, fields
 
     def _list_body(
@@ -289,9 +297,9 @@ class ResourceHandlers:
         match = q.get("resourceVersionMatch", "")
         rv = q.get("resourceVersion", "")
         if match and match not in ("Exact", "NotOlderThan"):
-            raise errors.bad_request(f'resourceVersionMatch: Unsupported value: "{match}"')
+            raise statuserrors.bad_request(f'resourceVersionMatch: Unsupported value: "{match}"')
         if match and not rv:
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 "meta.k8s.io",
                 "ListOptions",
                 "",
@@ -305,7 +313,7 @@ class ResourceHandlers:
                 ],
             )
         if match == "Exact" and rv == "0":
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 "meta.k8s.io",
                 "ListOptions",
                 "",
@@ -336,7 +344,7 @@ class ResourceHandlers:
         q = request.query
         labels, fields = self._selectors(request, rt)
         if rp.name:
-            fields = parse_field_selector(
+            fields = parse_field_query(
                 ",".join(filter(None, [q.get("fieldSelector"), f"metadata.name={rp.name}"])),
                 self.store.supported_fields(rt),
             )
@@ -345,7 +353,7 @@ class ResourceHandlers:
         timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
         rv_text = q.get("resourceVersion", "")
         if initial and (q.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks):
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 "meta.k8s.io",
                 "ListOptions",
                 "",
@@ -383,7 +391,7 @@ class ResourceHandlers:
         response.enable_chunked_encoding()
         try:
             backlog = store.add_watcher(rt, watcher, since)
-        except errors.ApiError as exc:
+        except statuserrors.ApiError as exc:
             await response.prepare(request)
             await response.write(event_line("ERROR", exc.body()))
             await response.write_eof()

@@ -7,36 +7,27 @@ scheduler under test must see them here exactly as on a real cluster.
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import (
+from scheduler.model.names import (
+    DNS1123_SUBDOMAIN_MAX,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    max_len_error,
+)
+from scheduler.simulation.emulator import (
     draclaims,
     dracommon,
     draslices,
-    errors,
     podclaims,
     quantity,
+    statuserrors,
     validation,
 )
-from scheduler.emulator.resources import ResourceType
+from scheduler.simulation.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-_LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 
 # Pod spec fields kube-apiserver lets an update change (ValidatePodUpdate).
 _MUTABLE_POD_SPEC = (
@@ -74,30 +65,30 @@ def name_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
                 "Required value: name or generateName is required",
             )
         ]
-    dns_label = rt.kind == "Namespace"
-    pattern, msg, limit = (
-        (_DNS_LABEL, _LABEL_MSG, 63) if dns_label else (_DNS_SUBDOMAIN, _SUBDOMAIN_MSG, 253)
-    )
+    # ValidateNamespaceName is IsDNS1123Label; every other kind here uses
+    # NameIsDNSSubdomain (generateName with its trailing "-" masked).
+    namespace = rt.kind == "Namespace"
+    name_errors = dns1123_label_errors if namespace else dns1123_subdomain_errors
     causes: list[validation.Cause] = []
     if rt.kind != "Event" and meta.get("generateName"):
         prefix = str(meta["generateName"])
         masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
-        if not pattern.match(masked):
-            causes.append(
-                ("metadata.generateName", "FieldValueInvalid", f'Invalid value: "{prefix}": {msg}')
-            )
-    if len(name) > limit:
-        why = f"must be no more than {limit} characters"
-        return [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {why}')]
-    if rt.kind != "Event" and not pattern.match(name):
-        causes.append(("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {msg}'))
-    return causes
+        causes += [
+            validation.invalid("metadata.generateName", prefix, msg) for msg in name_errors(masked)
+        ]
+    if rt.kind == "Event":
+        # core/v1 Events keep only the length rule of an object name.
+        limit = DNS1123_SUBDOMAIN_MAX
+        errs = [max_len_error(limit)] if len(name.encode("utf-8", "surrogatepass")) > limit else []
+    else:
+        errs = name_errors(name)
+    return causes + [validation.invalid("metadata.name", name, msg) for msg in errs]
 
 
 def validate_name(rt: ResourceType, obj: Obj) -> None:
     causes = name_causes(rt, obj)
     if causes:
-        raise errors.invalid(rt.group, rt.kind, obj["metadata"].get("name") or "", causes)
+        raise statuserrors.invalid(rt.group, rt.kind, obj["metadata"].get("name") or "", causes)
 
 
 def _qos_class(spec: Obj) -> str:
@@ -282,7 +273,7 @@ def _default_storage(rt: ResourceType, obj: Obj) -> None:
 def _raise(rt: ResourceType, name: str, causes: list[validation.Cause]) -> None:
     if causes:
         kind = rt.kind if not rt.group or rt.custom else f"{rt.kind}.{rt.group}"
-        raise errors.invalid(rt.group, kind, name, causes)
+        raise statuserrors.invalid(rt.group, kind, name, causes)
 
 
 def prepare_for_create(
@@ -335,7 +326,7 @@ def prepare_for_create(
         causes += podclaims.pod_claim_causes(obj)
     _raise(rt, obj["metadata"].get("name") or "", causes)
     if rt.group == "apiextensions.k8s.io" and rt.kind == "CustomResourceDefinition":
-        from scheduler.emulator.crds import validate_crd
+        from scheduler.simulation.emulator.crds import validate_crd
 
         validate_crd(obj)
 
@@ -344,7 +335,7 @@ def validate_served_event(rt: ResourceType, body: Obj, name: str) -> None:
     """events.k8s.io/v1 requirements, checked on the served form before conversion."""
     causes = validation.events_v1_event(body)
     if causes:
-        raise errors.invalid(rt.group, rt.kind, name, causes)
+        raise statuserrors.invalid(rt.group, rt.kind, name, causes)
 
 
 def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> None:
@@ -415,7 +406,7 @@ def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:
                     for c in spec[ckey]
                 ]
     if old_spec != new_spec:
-        raise errors.invalid(
+        raise statuserrors.invalid(
             rt.group,
             rt.kind,
             old["metadata"]["name"],

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scheduler.emulator import gojson
-from scheduler.emulator.dracapacity import request_policy
-from scheduler.emulator.dracommon import (
+from scheduler.simulation.emulator import gojson
+from scheduler.simulation.emulator.dracapacity import request_policy
+from scheduler.simulation.emulator.dracommon import (
     DEVICE_MAX_ID_LENGTH,
     binding_conditions,
     check_list,
@@ -30,7 +30,7 @@ from scheduler.emulator.dracommon import (
     too_many,
     truncated,
 )
-from scheduler.emulator.validation import (
+from scheduler.simulation.emulator.validation import (
     Cause,
     csi_driver_name,
     forbidden,

@@ -15,38 +15,17 @@ import math
 import re
 from typing import Any
 
-from scheduler.emulator import quantity
+from scheduler.model.names import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
+from scheduler.simulation.emulator import quantity
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]
 
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-)
-LABEL_VALUE_MSG = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
-    "'my_value',  or '12345', regex used for validation is "
-    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
-)
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
-    "[a-z0-9])?)*')"
-)
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
 PERCENT_MSG = (
     "a valid percent string must be a numeric string followed by an ending '%' "
     "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
@@ -132,61 +111,6 @@ def duplicate(path: str, value: Any, why: str = "") -> Cause:
 
 
 # -- names ----------------------------------------------------------------------
-
-
-def dns_subdomain_errors(value: str) -> list[str]:
-    out = []
-    if len(value) > 253:
-        out.append("must be no more than 253 characters")
-    if not _DNS_SUBDOMAIN.match(value):
-        out.append(SUBDOMAIN_MSG)
-    return out
-
-
-def dns_label_errors(value: str) -> list[str]:
-    out = []
-    if len(value) > 63:
-        out.append("must be no more than 63 characters")
-    if not _DNS_LABEL.match(value):
-        out.append(LABEL_MSG)
-    return out
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``: an optional DNS subdomain prefix and a name part."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-        prefix_errors: list[str] = []
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            prefix_errors = ["prefix part must be non-empty"]
-        else:
-            prefix_errors = [f"prefix part {msg}" for msg in dns_subdomain_errors(prefix)]
-    else:
-        return [
-            "a qualified name "
-            + QUALIFIED_NAME_MSG
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    out = list(prefix_errors)
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part must be no more than 63 bytes")
-    if not _QUALIFIED_NAME.fullmatch(name):
-        out.append(f"name part {QUALIFIED_NAME_MSG}")
-    return out
-
-
-def label_value_errors(value: str) -> list[str]:
-    out = []
-    if len(value) > 63:
-        out.append("must be no more than 63 bytes")
-    if not _LABEL_VALUE.match(value):
-        out.append(LABEL_VALUE_MSG)
-    return out
 
 
 def label_causes(values: Any, path: str) -> list[Cause]:
@@ -318,7 +242,7 @@ def _containers(spec: Obj, key: str, names: set[str]) -> list[Cause]:
         cname = container.get("name") or ""
         if not cname:
             causes.append(required(f"{path}.name"))
-        elif names_errors := dns_label_errors(cname):
+        elif names_errors := dns1123_label_errors(cname):
             causes += [invalid(f"{path}.name", cname, m) for m in names_errors]
         elif cname in names:
             causes.append(duplicate(f"{path}.name", cname))
@@ -492,7 +416,7 @@ def pod_spec(spec: Obj) -> list[Cause]:
     causes += label_causes(spec.get("nodeSelector"), "spec.nodeSelector")
     node = spec.get("nodeName") or ""
     if node:
-        causes += [invalid("spec.nodeName", node, m) for m in dns_subdomain_errors(node)]
+        causes += [invalid("spec.nodeName", node, m) for m in dns1123_subdomain_errors(node)]
     causes += _affinity(spec.get("affinity"))
     causes += tolerations(spec.get("tolerations"), "spec.tolerations")
     causes += _topology_spread(spec.get("topologySpreadConstraints"))
@@ -541,7 +465,7 @@ def pod_status(status: Any) -> list[Cause]:
     if nominated:
         causes += [
             invalid("status.nominatedNodeName", nominated, m)
-            for m in dns_subdomain_errors(nominated)
+            for m in dns1123_subdomain_errors(nominated)
         ]
     for i, condition in enumerate(status.get("conditions") or []):
         if isinstance(condition, dict):
@@ -842,7 +766,7 @@ def _access_modes(modes: Any, path: str, required_why: str) -> list[Cause]:
 
 def _class_name(name: str, path: str) -> list[Cause]:
     """ValidateClassName: a DNS subdomain."""
-    return [invalid(path, name, msg) for msg in dns_subdomain_errors(name)]
+    return [invalid(path, name, msg) for msg in dns1123_subdomain_errors(name)]
 
 
 def csi_driver_name(name: str, path: str) -> list[Cause]:
@@ -852,7 +776,7 @@ def csi_driver_name(name: str, path: str) -> list[Cause]:
         causes.append(required(path))
     if len(name) > 63:
         causes.append(_too_long(path, 63))
-    causes += [invalid(path, name, msg) for msg in dns_subdomain_errors(name.lower())]
+    causes += [invalid(path, name, msg) for msg in dns1123_subdomain_errors(name.lower())]
     return causes
 
 

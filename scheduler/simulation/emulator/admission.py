@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler.emulator import errors
+from scheduler.simulation.emulator import statuserrors
 
 if TYPE_CHECKING:
-    from scheduler.emulator.resources import ResourceType
-    from scheduler.emulator.store import Store
+    from scheduler.simulation.emulator.resources import ResourceType
+    from scheduler.simulation.emulator.store import Store
 
 Obj = dict[str, Any]
 
@@ -89,7 +89,7 @@ def _admit_pod(store: Store, pod: Obj) -> None:
     name = pod["metadata"].get("name") or pod["metadata"].get("generateName") or ""
     if spec.get("overhead") and not spec.get("runtimeClassName"):
         # RuntimeClass admission: overhead comes from a RuntimeClass, never from the pod.
-        raise errors.forbidden(
+        raise statuserrors.forbidden(
             "",
             "pods",
             name,
@@ -109,14 +109,14 @@ def _admit_pod(store: Store, pod: Obj) -> None:
     else:
         pc = classes.get(class_name)
         if pc is None:
-            raise errors.forbidden(
+            raise statuserrors.forbidden(
                 "", "pods", name, f"no PriorityClass with name {class_name} was found"
             )
         priority = int(pc.get("value", 0))
         policy = pc.get("preemptionPolicy") or DEFAULT_PREEMPTION
     given = spec.get("priority")
     if given is not None and given != priority:
-        raise errors.forbidden(
+        raise statuserrors.forbidden(
             "",
             "pods",
             name,
@@ -127,7 +127,7 @@ def _admit_pod(store: Store, pod: Obj) -> None:
     spec["priority"] = priority
     given_policy = spec.get("preemptionPolicy")
     if given_policy is not None and given_policy != policy:
-        raise errors.forbidden(
+        raise statuserrors.forbidden(
             "",
             "pods",
             name,
@@ -144,7 +144,7 @@ def _admit_priority_class(store: Store, pc: Obj, old: Obj | None) -> None:
     name = pc["metadata"].get("name") or ""
     for other_name, other in _classes(store).items():
         if other_name != name and other.get("globalDefault"):
-            raise errors.forbidden(
+            raise statuserrors.forbidden(
                 "scheduling.k8s.io",
                 "priorityclasses",
                 name,
@@ -156,7 +156,7 @@ def _admit_priority_class(store: Store, pc: Obj, old: Obj | None) -> None:
 def check_delete(rt: ResourceType, name: str) -> None:
     """The registry refuses to delete the built-in priority classes."""
     if rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass" and name in SYSTEM_NAMES:
-        raise errors.forbidden(
+        raise statuserrors.forbidden(
             "scheduling.k8s.io",
             "priorityclasses",
             name,

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from scheduler.emulator.resources import Codec, ResourceType
-from scheduler.emulator.selectors import FieldSelector, LabelSelector
+from scheduler.simulation.emulator.queryselectors import FieldQuery, LabelQuery
+from scheduler.simulation.emulator.resources import Codec, ResourceType
 
 Obj = dict[str, Any]
 
@@ -82,8 +82,8 @@ class Watcher:
         self,
         rt: ResourceType,
         namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
+        labels: LabelQuery,
+        fields: FieldQuery,
         field_values: Callable[[Obj], dict[str, str]],
         after_rv: int,
     ) -> None:

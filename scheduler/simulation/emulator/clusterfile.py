@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config.yamlfiles import load_yaml_documents, read_text
-from scheduler.emulator.admission import SYSTEM_NAMES
-from scheduler.emulator.errors import ApiError
-from scheduler.emulator.store import Store
 from scheduler.errors import UserError
+from scheduler.simulation.emulator.admission import SYSTEM_NAMES
+from scheduler.simulation.emulator.statuserrors import ApiError
+from scheduler.simulation.emulator.store import Store
 
 Obj = dict[str, Any]
 

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.emulator import gojson
-from scheduler.emulator.dracommon import dns_label, dns_subdomain, items, mapping, name_of
-from scheduler.emulator.validation import Cause, duplicate, forbidden, invalid, required
+from scheduler.simulation.emulator import gojson
+from scheduler.simulation.emulator.dracommon import (
+    dns_label,
+    dns_subdomain,
+    items,
+    mapping,
+    name_of,
+)
+from scheduler.simulation.emulator.validation import Cause, duplicate, forbidden, invalid, required
 
 Obj = dict[str, Any]
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"

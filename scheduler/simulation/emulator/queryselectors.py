@@ -1,5 +1,7 @@
-"""Label and field selectors with kube-apiserver's syntax and error messages.
+"""The ``labelSelector`` / ``fieldSelector`` query parameters of list and watch requests.
 
+kube-apiserver's syntax and error messages, for the API the emulator serves; the
+scheduler's own selectors (pod affinity, PDBs, ...) live in ``scheduler.model.selectors``.
 Parsed once per request into plain tuples so matching thousands of objects
 (a list, or every write fanned out to watchers) stays a tight loop.
 """
@@ -11,16 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-_KEY_RE = re.compile(
-    rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$"
-)
-_VALUE_RE = re.compile(rf"^({_NAME})?$")
+from scheduler.model.names import label_value_errors, qualified_name_errors
+from scheduler.simulation.emulator.validation import show
+
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|=|!=|<|>)\s*(.*?)\s*$")
 
 
-class SelectorError(ValueError):
+class QuerySelectorError(ValueError):
     """Raised with the message the apiserver would put in its 400 Status."""
 
 
@@ -29,7 +29,7 @@ Requirement = tuple[str, str, frozenset[str]]
 
 
 @dataclass(frozen=True, slots=True)
-class LabelSelector:
+class LabelQuery:
     requirements: tuple[Requirement, ...]
 
     @property
@@ -55,9 +55,8 @@ class LabelSelector:
                 have = labels.get(key)
                 if have is None:
                     return False
-                try:
-                    number = int(have)
-                except ValueError:
+                number = _go_int(have)
+                if number is None:
                     return False
                 limit = int(next(iter(values)))
                 if (op == "gt" and not number > limit) or (op == "lt" and not number < limit):
@@ -79,69 +78,86 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
+_PARSE_FAILED = "unable to parse requirement: "
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _go_int(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: Python's ``int`` also takes spaces and ``_``."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
 def _check_key(key: str) -> str:
-    if not _KEY_RE.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
-        raise SelectorError(f"unable to parse requirement: invalid label key {key!r}")
+    """The parser's own key check, which kube reports before anything else (path <nil>)."""
+    errs = qualified_name_errors(key)
+    if errs:
+        raise QuerySelectorError(
+            f"{_PARSE_FAILED}<nil>: Invalid value: {show(key)}: {'; '.join(errs)}"
+        )
     return key
 
 
-def _check_value(value: str) -> str:
-    if len(value) > 63 or not _VALUE_RE.match(value):
-        raise SelectorError(f"unable to parse requirement: invalid label value: {value!r}")
-    return value
+def _requirement(key: str, op: str, values: list[str]) -> Requirement:
+    """``labels.NewRequirement``'s value checks, aggregated as kube's ``ToAggregate`` words them."""
+    problems: list[str] = []
+    if op in ("gt", "lt"):
+        problems += [
+            f"values[{i}]: Invalid value: {show(v)}: "
+            "for 'Gt', 'Lt' operators, the value must be an integer"
+            for i, v in enumerate(values)
+            if _go_int(v) is None
+        ]
+    for i, value in enumerate(values):
+        errs = label_value_errors(value)
+        if errs:
+            problems.append(f"values[{i}][{key}]: Invalid value: {show(value)}: {'; '.join(errs)}")
+    problems = list(dict.fromkeys(problems))
+    if len(problems) == 1:
+        raise QuerySelectorError(_PARSE_FAILED + problems[0])
+    if problems:
+        raise QuerySelectorError(_PARSE_FAILED + "[" + ", ".join(problems) + "]")
+    return (key, op, frozenset(values))
 
 
-def parse_label_selector(text: str | None) -> LabelSelector:
+def parse_label_query(text: str | None) -> LabelQuery:
     if not text or not text.strip():
-        return LabelSelector(())
+        return LabelQuery(())
     reqs: list[Requirement] = []
     for raw in _split_top_level(text):
         part = raw.strip()
         if not part:
-            raise SelectorError(f"found '', expected: identifier in label selector {text!r}")
+            raise QuerySelectorError(f"found '', expected: identifier in label selector {text!r}")
         if part.startswith("!"):
             reqs.append((_check_key(part[1:].strip()), "!", frozenset()))
             continue
         m = _SET_RE.match(part)
         if m:
-            values = [v.strip() for v in m.group(3).split(",")]
-            if m.group(3).strip() == "":
-                values = []
-            for v in values:
-                _check_value(v)
-            if m.group(2) == "in" and not values:
-                raise SelectorError(
-                    "unable to parse requirement: "
-                    "for 'in', 'notin' operators, values set can't be empty"
-                )
-            reqs.append((_check_key(m.group(1)), m.group(2), frozenset(values)))
+            key = _check_key(m.group(1))
+            # kube's parser reads "()" as the set {""} and sorts the set's values.
+            values = sorted({v.strip() for v in m.group(3).split(",")})
+            reqs.append(_requirement(key, m.group(2), values))
             continue
         m = _OP_RE.match(part)
         if m:
             key, op, value = _check_key(m.group(1)), m.group(2), m.group(3)
-            if op in ("<", ">"):
-                if not re.fullmatch(r"-?\d+", value):
-                    raise SelectorError(
-                        "unable to parse requirement: for 'Gt', 'Lt' operators, "
-                        f"the value must be an integer: {value!r}"
-                    )
-                reqs.append((key, "gt" if op == ">" else "lt", frozenset([value])))
-            else:
-                _check_value(value)
-                reqs.append((key, "notin" if op == "!=" else "in", frozenset([value])))
+            kind = {"<": "lt", ">": "gt", "!=": "notin"}.get(op, "in")
+            reqs.append(_requirement(key, kind, [value]))
             continue
         if re.fullmatch(r"\S+", part):
             reqs.append((_check_key(part), "exists", frozenset()))
             continue
-        raise SelectorError(f"unable to parse requirement: {part!r}")
-    return LabelSelector(tuple(reqs))
+        raise QuerySelectorError(f"{_PARSE_FAILED}{part!r}")
+    return LabelQuery(tuple(reqs))
 
 
 FieldGetter = Callable[[dict[str, Any]], dict[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
-class FieldSelector:
+class FieldQuery:
     # (label, must_equal, value)
     terms: tuple[tuple[str, bool, str], ...]
 
@@ -189,10 +205,10 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
-def parse_field_selector(text: str | None, supported: frozenset[str]) -> FieldSelector:
+def parse_field_query(text: str | None, supported: frozenset[str]) -> FieldQuery:
     """Parse ``a=b,c!=d``; a label the resource does not index is a 400."""
     if not text or not text.strip():
-        return FieldSelector(())
+        return FieldQuery(())
     terms: list[tuple[str, bool, str]] = []
     for part in _split_unescaped(text, ","):
         if not part:
@@ -203,8 +219,8 @@ def parse_field_selector(text: str | None, supported: frozenset[str]) -> FieldSe
                 label, value = part[:idx].strip(), _unescape(part[idx + len(op) :])
                 break
         else:
-            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise QuerySelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         if label not in supported:
-            raise SelectorError(f"field label not supported: {label}")
+            raise QuerySelectorError(f"field label not supported: {label}")
         terms.append((label, op != "!=", value))
-    return FieldSelector(tuple(terms))
+    return FieldQuery(tuple(terms))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import quantity
-from scheduler.emulator.dracommon import items, too_many
-from scheduler.emulator.validation import Cause, forbidden, invalid, required
+from scheduler.simulation.emulator import quantity
+from scheduler.simulation.emulator.dracommon import items, too_many
+from scheduler.simulation.emulator.validation import Cause, forbidden, invalid, required
 
 Obj = dict[str, Any]
 MAX_OPTIONS = 10

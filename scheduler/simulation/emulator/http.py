@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import yaml
 
-from scheduler.emulator import errors
+from scheduler.simulation.emulator import statuserrors
 
 _TRUE = frozenset({"1", "t", "T", "true", "True", "TRUE"})
 _FALSE = frozenset({"0", "f", "F", "false", "False", "FALSE"})
@@ -83,7 +83,7 @@ def parse_bool(value: str | None, name: str) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise errors.bad_request(f'invalid boolean value for {name}: "{value}"')
+    raise statuserrors.bad_request(f'invalid boolean value for {name}: "{value}"')
 
 
 def parse_int(value: str | None, name: str) -> int | None:
@@ -92,7 +92,7 @@ def parse_int(value: str | None, name: str) -> int | None:
     try:
         return int(value)
     except ValueError as exc:
-        raise errors.bad_request(f'invalid value for {name}: "{value}"') from exc
+        raise statuserrors.bad_request(f'invalid value for {name}: "{value}"') from exc
 
 
 def decode_body(data: bytes, content_type: str, what: str) -> Any:
@@ -101,15 +101,17 @@ def decode_body(data: bytes, content_type: str, what: str) -> Any:
         try:
             return yaml.safe_load(data)
         except yaml.YAMLError as exc:
-            raise errors.bad_request(
+            raise statuserrors.bad_request(
                 f"the object provided is unrecognized (must be of type {what}): {exc}"
             ) from exc
     if content_type and content_type not in ("application/json", "*/*", "text/plain"):
-        raise errors.unsupported_media_type(content_type, ["application/json", "application/yaml"])
+        raise statuserrors.unsupported_media_type(
+            content_type, ["application/json", "application/yaml"]
+        )
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(
+        raise statuserrors.bad_request(
             f"the object provided is unrecognized (must be of type {what}): "
             f"couldn't get version/kind; json parse error: {exc}"
         ) from exc

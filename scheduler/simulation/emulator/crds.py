@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.emulator import errors
-from scheduler.emulator.resources import Codec, ResourceType
-from scheduler.emulator.watch import Change
+from scheduler.simulation.emulator import statuserrors
+from scheduler.simulation.emulator.resources import Codec, ResourceType
+from scheduler.simulation.emulator.watch import Change
 
 Obj = dict[str, Any]
 CRD_STORAGE = "apiextensions.k8s.io/customresourcedefinitions"
@@ -126,7 +126,7 @@ def validate_crd(crd: Obj) -> None:
             )
         )
     if causes:
-        raise errors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
+        raise statuserrors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
 
 
 def established_status(crd: Obj) -> Obj:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from scheduler.emulator.resources import Registry, ResourceType
+from scheduler.simulation.emulator.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
 

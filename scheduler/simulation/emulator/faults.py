@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from scheduler.emulator.errors import ApiError
+from scheduler.simulation.emulator.statuserrors import ApiError
 
 _REASONS = {
     429: ("TooManyRequests", "Too many requests, please try again later."),

@@ -17,7 +17,7 @@ finish. This one does, with the objects, fields and annotations of the real ones
   class's allowedTopologies keys, else ``kubernetes.io/hostname``: it emulates a
   node-local driver); an Immediate claim gets one without node affinity.
 
-Like :class:`~scheduler.emulator.kubelet.FakeKubelet` it reacts to store commits
+Like :class:`~scheduler.simulation.emulator.kubelet.FakeKubelet` it reacts to store commits
 but acts on the next loop iteration, outside the write in progress, and writes
 through the store like any client, so every change is validated and watched.
 Objects it cannot make sense of are skipped with a warning naming them.
@@ -29,12 +29,12 @@ import logging
 from fractions import Fraction
 from typing import Any
 
-from scheduler.emulator import quantity
-from scheduler.emulator.reconciler import Reconciler
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.store import Store
-from scheduler.emulator.watch import Change
 from scheduler.model.selectors import LabelSelector
+from scheduler.simulation.emulator import quantity
+from scheduler.simulation.emulator.reconciler import Reconciler
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.store import Store
+from scheduler.simulation.emulator.watch import Change
 
 Obj = dict[str, Any]
 Key = tuple[str, str]

@@ -19,11 +19,11 @@ from typing import Any
 
 import orjson
 
-from scheduler.emulator import admission, errors, schema, strategy
-from scheduler.emulator.builtin import builtin_types
-from scheduler.emulator.resources import Obj, Registry, ResourceType
-from scheduler.emulator.selectors import FieldSelector, LabelSelector
-from scheduler.emulator.watch import Change, Entry, Watcher
+from scheduler.simulation.emulator import admission, schema, statuserrors, strategy
+from scheduler.simulation.emulator.builtin import builtin_types
+from scheduler.simulation.emulator.queryselectors import FieldQuery, LabelQuery
+from scheduler.simulation.emulator.resources import Obj, Registry, ResourceType
+from scheduler.simulation.emulator.watch import Change, Entry, Watcher
 
 DEFAULT_LOG_SIZE = 100_000
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -102,7 +102,7 @@ class Store:
     def type(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.registry.lookup(group, version, plural)
         if rt is None:
-            raise errors.path_not_found()
+            raise statuserrors.path_not_found()
         return rt
 
     def collection(self, rt: ResourceType) -> Collection:
@@ -114,7 +114,7 @@ class Store:
     def entry(self, rt: ResourceType, namespace: str, name: str) -> Entry:
         found = self.collection(rt).objects.get((namespace if rt.namespaced else "", name))
         if found is None:
-            raise errors.not_found(rt.group, rt.plural, name)
+            raise statuserrors.not_found(rt.group, rt.plural, name)
         return found
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
@@ -176,9 +176,9 @@ class Store:
         ns_type = self.type("", "v1", "namespaces")
         entry = self.collection(ns_type).objects.get(("", namespace))
         if entry is None:
-            raise errors.not_found("", "namespaces", namespace)
+            raise statuserrors.not_found("", "namespaces", namespace)
         if entry.obj["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
+            raise statuserrors.forbidden(
                 "",
                 "namespaces",
                 namespace,
@@ -221,15 +221,15 @@ class Store:
         if meta is None:
             meta = {}
         if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
+            raise statuserrors.bad_request("metadata must be an object")
         meta = dict(meta)
         obj["metadata"] = meta
         if rt.namespaced:
             ns = namespace or meta.get("namespace") or ""
             if namespace and meta.get("namespace") and meta["namespace"] != namespace:
-                raise errors.bad_request(errors.NAMESPACE_MISMATCH)
+                raise statuserrors.bad_request(statuserrors.NAMESPACE_MISMATCH)
             if not ns:
-                raise errors.bad_request(
+                raise statuserrors.bad_request(
                     "the server could not find the requested resource: namespace is required"
                 )
             meta["namespace"] = ns
@@ -237,7 +237,9 @@ class Store:
         else:
             meta.pop("namespace", None)
         if meta.get("resourceVersion") and not preserve:
-            raise errors.bad_request("resourceVersion should not be set on objects to be created")
+            raise statuserrors.bad_request(
+                "resourceVersion should not be set on objects to be created"
+            )
         coll = self.collection(rt)
         if not meta.get("name") and meta.get("generateName"):
             prefix = str(meta["generateName"])
@@ -267,7 +269,7 @@ class Store:
         strategy.prepare_for_create(rt, obj, keep_status=preserve, validate=not self.lax)
         key = (meta.get("namespace", ""), meta["name"])
         if key in coll.objects:
-            raise errors.already_exists(rt.group, rt.plural, meta["name"])
+            raise statuserrors.already_exists(rt.group, rt.plural, meta["name"])
         return self._commit(rt, "ADDED", key, obj, None)
 
     def _check_type(self, rt: ResourceType, obj: Obj) -> None:
@@ -276,13 +278,13 @@ class Store:
         if rt.custom:
             stored_version = rt.extra.get("storage_api_version", rt.api_version)
         if api_version and api_version not in (rt.api_version, stored_version):
-            raise errors.bad_request(
+            raise statuserrors.bad_request(
                 f"the API version in the data ({api_version}) does not match "
                 f"the expected API version ({rt.api_version})"
             )
         kind = obj.get("kind")
         if kind and kind != rt.kind:
-            raise errors.bad_request(
+            raise statuserrors.bad_request(
                 f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
             )
         obj["apiVersion"] = stored_version
@@ -310,20 +312,20 @@ class Store:
         meta = dict(meta)
         new["metadata"] = meta
         if meta.get("name") and meta["name"] != name:
-            raise errors.name_mismatch(meta["name"], name)
+            raise statuserrors.name_mismatch(meta["name"], name)
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
-            raise errors.bad_request(errors.NAMESPACE_MISMATCH)
+            raise statuserrors.bad_request(statuserrors.NAMESPACE_MISMATCH)
         current = self.collection(rt).objects.get((ns, name))
         if current is None:
             if rt.allow_create_on_update and not subresource:
                 meta["name"] = name
                 meta.pop("resourceVersion", None)
                 return self.create_entry(rt, new, namespace=namespace), True
-            raise errors.not_found(rt.group, rt.plural, name)
+            raise statuserrors.not_found(rt.group, rt.plural, name)
         self._check_type(rt, new)
         rv = meta.get("resourceVersion")
         if not rv and not rt.allow_unconditional_update:
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 rt.group,
                 rt.kind,
                 name,
@@ -346,10 +348,12 @@ class Store:
         old_meta = old["metadata"]
         name = old_meta["name"]
         if expect_rv is not None and expect_rv != old_meta["resourceVersion"]:
-            raise errors.conflict(rt.group, rt.plural, name, errors.STALE)
+            raise statuserrors.conflict(rt.group, rt.plural, name, statuserrors.STALE)
         meta = new["metadata"]
         if meta.get("uid") and meta["uid"] != old_meta["uid"]:
-            raise errors.uid_precondition(rt.group, rt.plural, name, meta["uid"], old_meta["uid"])
+            raise statuserrors.uid_precondition(
+                rt.group, rt.plural, name, meta["uid"], old_meta["uid"]
+            )
         if subresource == "status":
             merged = dict(old)
             if "status" in new:
@@ -418,15 +422,15 @@ class Store:
         served = self._served(rt, current)
         new = change(served)
         if not isinstance(new, dict):
-            raise errors.ApiError(422, "Invalid", "patched object must be a JSON object")
+            raise statuserrors.ApiError(422, "Invalid", "patched object must be a JSON object")
         if not self.lax:
             new = schema.check_patched(rt, new)
         new = rt.codec.from_served(new) if rt.codec else new
         meta = new.get("metadata")
         if not isinstance(meta, dict):
-            raise errors.ApiError(422, "Invalid", "metadata must be an object")
+            raise statuserrors.ApiError(422, "Invalid", "metadata must be an object")
         if meta.get("name") != name:
-            raise errors.name_mismatch(meta.get("name"), name)
+            raise statuserrors.name_mismatch(meta.get("name"), name)
         self._check_type(rt, new)
         rv = meta.get("resourceVersion")
         if rv == current.obj["metadata"]["resourceVersion"]:
@@ -455,7 +459,7 @@ class Store:
         # kube-apiserver checks these up front (rest.BeforeDelete), naming the kind.
         kind = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
         if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise errors.conflict(
+            raise statuserrors.conflict(
                 "",
                 kind,
                 name,
@@ -463,7 +467,7 @@ class Store:
                 f"({meta['uid']}). The object might have been deleted and then recreated",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise errors.conflict(
+            raise statuserrors.conflict(
                 "",
                 kind,
                 name,
@@ -519,7 +523,7 @@ class Store:
         try:
             grace = int(requested)
         except (TypeError, ValueError) as exc:
-            raise errors.bad_request(f"invalid gracePeriodSeconds: {requested!r}") from exc
+            raise statuserrors.bad_request(f"invalid gracePeriodSeconds: {requested!r}") from exc
         return max(grace, 0)
 
     def _delete_namespace_contents(self, namespace: str) -> None:
@@ -542,17 +546,17 @@ class Store:
         pods = self.type("", "v1", "pods")
         meta = binding.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request("name in URL does not match name in Binding object")
+            raise statuserrors.bad_request("name in URL does not match name in Binding object")
         if meta.get("namespace") and meta["namespace"] != namespace:
-            raise errors.bad_request(errors.NAMESPACE_MISMATCH)
+            raise statuserrors.bad_request(statuserrors.NAMESPACE_MISMATCH)
         target = binding.get("target") or {}
         node = target.get("name") or ""
         if not node:
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 "", "Binding", name, [("target.name", "FieldValueRequired", "Required value")]
             )
         if target.get("kind") not in (None, "", "Node"):
-            raise errors.invalid(
+            raise statuserrors.invalid(
                 "",
                 "Binding",
                 name,
@@ -566,28 +570,28 @@ class Store:
             )
         current = self.collection(pods).objects.get((namespace, name))
         if current is None:
-            raise errors.not_found("", "pods", name)
+            raise statuserrors.not_found("", "pods", name)
         pod = current.obj
         pod_meta = pod["metadata"]
         if meta.get("uid") and meta["uid"] != pod_meta["uid"]:
-            raise errors.uid_precondition("", "pods", name, meta["uid"], pod_meta["uid"])
+            raise statuserrors.uid_precondition("", "pods", name, meta["uid"], pod_meta["uid"])
         spec = pod.get("spec") or {}
         if pod_meta.get("deletionTimestamp"):
-            raise errors.conflict(
+            raise statuserrors.conflict(
                 "",
                 "pods/binding",
                 name,
                 f"pod {name} is being deleted, cannot be assigned to a host",
             )
         if spec.get("nodeName"):
-            raise errors.conflict(
+            raise statuserrors.conflict(
                 "",
                 "pods/binding",
                 name,
                 f'pod {name} is already assigned to node "{spec["nodeName"]}"',
             )
         if spec.get("schedulingGates"):
-            raise errors.conflict(
+            raise statuserrors.conflict(
                 "", "pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates"
             )
         new_meta = dict(pod_meta)
@@ -620,8 +624,8 @@ class Store:
         self,
         rt: ResourceType,
         namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
+        labels: LabelQuery,
+        fields: FieldQuery,
         *,
         limit: int = 0,
         continue_token: str = "",
@@ -635,7 +639,7 @@ class Store:
         if continue_token:
             snapshot_rv, start_after = self._decode_continue(continue_token)
             if snapshot_rv < coll.compacted_rv:
-                raise errors.expired(
+                raise statuserrors.expired(
                     "The provided continue parameter is too old to display a consistent list "
                     "result. "
                     "You can start a new list without the continue parameter."
@@ -644,10 +648,12 @@ class Store:
             try:
                 wanted = int(resource_version)
             except ValueError as exc:
-                raise errors.bad_request(f"invalid resource version: {resource_version}") from exc
+                raise statuserrors.bad_request(
+                    f"invalid resource version: {resource_version}"
+                ) from exc
             if match == "Exact":
                 if wanted > self.rv:
-                    raise errors.ApiError(
+                    raise statuserrors.ApiError(
                         504,
                         "Timeout",
                         f"Too large resource version: {wanted}, current: {self.rv}",
@@ -662,12 +668,12 @@ class Store:
                         },
                     )
                 if wanted < coll.compacted_rv:
-                    raise errors.expired(
+                    raise statuserrors.expired(
                         f"too old resource version: {wanted} ({coll.compacted_rv})"
                     )
                 snapshot_rv = wanted
             elif wanted > self.rv:
-                raise errors.ApiError(
+                raise statuserrors.ApiError(
                     504,
                     "Timeout",
                     f"Too large resource version: {wanted}, current: {self.rv}",
@@ -727,7 +733,7 @@ class Store:
             start = data["start"]
             return int(data["rv"]), (str(start[0]), str(start[1]))
         except (ValueError, KeyError, TypeError, IndexError, binascii.Error) as exc:
-            raise errors.bad_request(f"continue key is not valid: {exc}") from exc
+            raise statuserrors.bad_request(f"continue key is not valid: {exc}") from exc
 
     # -- watch ------------------------------------------------------------------
 
@@ -745,7 +751,9 @@ class Store:
                 backlog.append(b'{"type":"ADDED","object":' + entry.encoded(watcher.codec) + b"}\n")
         else:
             if since < coll.compacted_rv:
-                raise errors.expired(f"too old resource version: {since} ({coll.compacted_rv})")
+                raise statuserrors.expired(
+                    f"too old resource version: {since} ({coll.compacted_rv})"
+                )
             for change in coll.log:
                 if change.rv > since:
                     watcher.offer(change)

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.emulator.errors import ApiError
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.store import Store
-from scheduler.emulator.watch import Change
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.statuserrors import ApiError
+from scheduler.simulation.emulator.store import Store
+from scheduler.simulation.emulator.watch import Change
 
 Obj = dict[str, Any]
 Key = tuple[str, str]

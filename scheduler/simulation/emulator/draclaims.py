@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.emulator import gojson
-from scheduler.emulator.dracommon import (
+from scheduler.simulation.emulator import gojson
+from scheduler.simulation.emulator.dracommon import (
     CONFIG_MAX,
     REQUESTS_MAX,
     binding_conditions,
@@ -36,7 +36,7 @@ from scheduler.emulator.dracommon import (
     tolerations,
     too_many,
 )
-from scheduler.emulator.validation import (
+from scheduler.simulation.emulator.validation import (
     Cause,
     annotation_causes,
     csi_driver_name,

@@ -6,6 +6,6 @@ kubernetes-asyncio, kubectl, client-go - cannot tell it from kube-apiserver
 for everything a scheduler does.
 """
 
-from scheduler.emulator.server import EmulatorServer
+from scheduler.simulation.emulator.server import EmulatorServer
 
 __all__ = ["EmulatorServer"]

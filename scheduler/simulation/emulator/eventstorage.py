@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.emulator.resources import Codec
+from scheduler.simulation.emulator.resources import Codec
 
 Obj = dict[str, Any]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.emulator import errors, quantity
-from scheduler.emulator.resources import ResourceType
+from scheduler.simulation.emulator import quantity, statuserrors
+from scheduler.simulation.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
 
@@ -699,7 +699,7 @@ class _Decoder:
             )
 
     def value(self, typ: Type, value: Any, owner: str, path: str) -> Any:
-        """Checked and normalized ``value``; ``owner.path`` names the field for errors."""
+        """Checked and normalized ``value``; ``owner.path`` names the field for statuserrors."""
         if value is None or typ.kind == "any":
             if typ.kind == "quantity" and value is None:
                 return "0"
@@ -765,8 +765,10 @@ class _Decoder:
         return value
 
 
-def decode_error(kind: str, message: str) -> errors.ApiError:
-    return errors.bad_request(f'{kind} in version "v1" cannot be handled as a {kind}: {message}')
+def decode_error(kind: str, message: str) -> statuserrors.ApiError:
+    return statuserrors.bad_request(
+        f'{kind} in version "v1" cannot be handled as a {kind}: {message}'
+    )
 
 
 def decode(kind_group: tuple[str, str], body: Obj) -> Obj:
@@ -797,7 +799,7 @@ def check_patched(rt: ResourceType, body: Obj) -> Obj:
         import orjson
 
         shown = orjson.dumps(body).decode()
-        raise errors.invalid(
+        raise statuserrors.invalid(
             "",
             "",
             "",

@@ -23,19 +23,19 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from scheduler.emulator import discovery, errors, openapi
-from scheduler.emulator.claimcontroller import ClaimController
-from scheduler.emulator.clusterfile import load_objects
-from scheduler.emulator.crds import BUILTIN_CRDS, CrdController
-from scheduler.emulator.faults import Faults, LostAnswer
-from scheduler.emulator.handlers import ResourceHandlers, json_response, verb_of
-from scheduler.emulator.http import DiscoveryPath, ResourcePath, parse_bool, parse_path
-from scheduler.emulator.kubeconfig import write_kubeconfig
-from scheduler.emulator.kubelet import FakeKubelet
-from scheduler.emulator.requestlog import RequestLog, RequestRecord
-from scheduler.emulator.store import DEFAULT_LOG_SIZE, Store
-from scheduler.emulator.volumecontroller import VolumeController
-from scheduler.emulator.watch import Watcher
+from scheduler.simulation.emulator import discovery, openapi, statuserrors
+from scheduler.simulation.emulator.claimcontroller import ClaimController
+from scheduler.simulation.emulator.clusterfile import load_objects
+from scheduler.simulation.emulator.crds import BUILTIN_CRDS, CrdController
+from scheduler.simulation.emulator.faults import Faults, LostAnswer
+from scheduler.simulation.emulator.handlers import ResourceHandlers, json_response, verb_of
+from scheduler.simulation.emulator.http import DiscoveryPath, ResourcePath, parse_bool, parse_path
+from scheduler.simulation.emulator.kubeconfig import write_kubeconfig
+from scheduler.simulation.emulator.kubelet import FakeKubelet
+from scheduler.simulation.emulator.requestlog import RequestLog, RequestRecord
+from scheduler.simulation.emulator.store import DEFAULT_LOG_SIZE, Store
+from scheduler.simulation.emulator.volumecontroller import VolumeController
+from scheduler.simulation.emulator.watch import Watcher
 
 T = TypeVar("T")
 ADMIN_PREFIX = "/_emulator/"
@@ -240,7 +240,7 @@ class EmulatorServer:
         def expire() -> int:
             self.store.compact()
             watchers = list(self._watches)
-            status = errors.expired(f"too old resource version: {self.store.rv}").status()
+            status = statuserrors.expired(f"too old resource version: {self.store.rv}").status()
             for watcher in watchers:
                 watcher.send_error(status)
             return len(watchers)
@@ -280,7 +280,7 @@ class EmulatorServer:
             if fault is not None:
                 # Applied, but the client gets an error: "committed, answer lost".
                 raise fault
-        except errors.ApiError as exc:
+        except statuserrors.ApiError as exc:
             response = web.Response(
                 body=exc.body(),
                 status=exc.code,
@@ -308,7 +308,7 @@ class EmulatorServer:
         self, request: web.BaseRequest, path: str, parsed: DiscoveryPath | None
     ) -> web.Response:
         if request.method != "GET":
-            raise errors.method_not_allowed()
+            raise statuserrors.method_not_allowed()
         registry = self.store.registry
         doc: dict[str, Any] | None = None
         if parsed is None:
@@ -329,7 +329,7 @@ class EmulatorServer:
         else:
             doc = discovery.resource_list(registry, parsed.group, parsed.version)
         if doc is None:
-            raise errors.path_not_found()
+            raise statuserrors.path_not_found()
         return json_response(orjson.dumps(doc))
 
     async def _admin(self, request: web.BaseRequest, what: str) -> web.Response:
@@ -346,7 +346,7 @@ class EmulatorServer:
                         raise ValueError("expected a JSON object")
                     return json_response(orjson.dumps(self.faults.apply_json(command)))
                 except (ValueError, KeyError, TypeError) as exc:
-                    raise errors.bad_request(f"bad fault command: {exc}") from exc
+                    raise statuserrors.bad_request(f"bad fault command: {exc}") from exc
         elif what == "requests":
             if request.method == "GET":
                 return json_response(orjson.dumps([r.to_json() for r in self.request_log]))
@@ -354,5 +354,5 @@ class EmulatorServer:
                 self.request_log.clear()
                 return json_response(b"[]")
         else:
-            raise errors.path_not_found()
-        raise errors.method_not_allowed()
+            raise statuserrors.path_not_found()
+        raise statuserrors.method_not_allowed()

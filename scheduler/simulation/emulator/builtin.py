@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.emulator.events import EVENTS_V1_CODEC, event_fields, events_v1_fields
-from scheduler.emulator.resources import ResourceType
+from scheduler.simulation.emulator.eventstorage import (
+    EVENTS_V1_CODEC,
+    event_fields,
+    events_v1_fields,
+)
+from scheduler.simulation.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
 

@@ -13,20 +13,22 @@ import re
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from scheduler.emulator import gojson
-from scheduler.emulator.validation import (
-    Cause,
-    csi_driver_name,
-    dns_label_errors,
-    dns_subdomain_errors,
-    duplicate,
-    invalid,
+from scheduler.model.names import (
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
     label_value_errors,
-    not_supported,
     qualified_name_errors,
-    required,
 )
 from scheduler.model.resources import is_extended_resource_name
+from scheduler.simulation.emulator import gojson
+from scheduler.simulation.emulator.validation import (
+    Cause,
+    csi_driver_name,
+    duplicate,
+    invalid,
+    not_supported,
+    required,
+)
 
 Obj = dict[str, Any]
 
@@ -113,11 +115,11 @@ def name_of(entry: Any) -> str:
 
 
 def dns_label(value: str, path: str) -> list[Cause]:
-    return [invalid(path, value, msg) for msg in dns_label_errors(value)]
+    return [invalid(path, value, msg) for msg in dns1123_label_errors(value)]
 
 
 def dns_subdomain(value: str, path: str) -> list[Cause]:
-    return [invalid(path, value, msg) for msg in dns_subdomain_errors(value)]
+    return [invalid(path, value, msg) for msg in dns1123_subdomain_errors(value)]
 
 
 def label_name(value: str, path: str) -> list[Cause]:
