@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from scheduler.api import CycleState, PodInfo, hookimpl
+from scheduler.api import CycleState, hookimpl
 from scheduler.api.results import Diagnosis, PostFilterResult
 from scheduler.api.status import Status
 from scheduler.cli.common import DEFAULT_CONFIG
@@ -19,6 +19,7 @@ from scheduler.errors import UserError
 from scheduler.framework.explain import explain
 from scheduler.framework.loader import PluginCatalog
 from scheduler.simulation.emulator.clusterfile import load_cluster_file
+from scheduler.state.pod import PodInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "examples" / "explain-cluster.yaml"
