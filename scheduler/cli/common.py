@@ -10,13 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.observability.logging import configure_logging
-
-DEFAULT_CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-}
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:

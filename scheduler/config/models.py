@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from scheduler.config.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
+from scheduler.model.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 
 __all__ = [
     "API_VERSION",

@@ -192,3 +192,107 @@ def test_importing_the_api_loads_no_scheduler_internals() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == "[]"
+
+
+#: What each top-level part of the package may import, besides itself: the
+#: layers of docs/architecture.md, lowest first. An import not listed here is
+#: a back-edge (or a new dependency that must be placed in the picture first).
+HOUSE: dict[str, frozenset[str]] = {
+    name: frozenset(allowed)
+    for name, allowed in {
+        "errors": (),
+        "model": ("errors",),
+        "distributions": ("errors",),
+        "api": ("model",),
+        "state": ("api", "model"),
+        "observability": ("api", "errors"),
+        "config": ("observability", "model", "errors", "distributions"),
+        # In-tree plugins: the plugin API (state only for those still on API 1.x).
+        "plugins": ("api", "model", "state", "errors"),
+        "framework": ("api", "state", "config", "observability", "model", "errors"),
+        "engine": ("framework", "api", "state", "config", "observability", "model", "errors"),
+        "kube": ("model", "errors"),
+        "daemon": (
+            "engine",
+            "kube",
+            "framework",
+            "api",
+            "state",
+            "config",
+            "observability",
+            "model",
+            "errors",
+        ),
+        "simulation": (
+            "daemon",
+            "engine",
+            "kube",
+            "framework",
+            "api",
+            "state",
+            "config",
+            "observability",
+            "model",
+            "errors",
+        ),
+        "testing": (
+            "simulation",
+            "daemon",
+            "engine",
+            "kube",
+            "framework",
+            "api",
+            "state",
+            "config",
+            "observability",
+            "model",
+            "errors",
+            "tools",
+        ),
+        "tools": (
+            "simulation",
+            "daemon",
+            "engine",
+            "kube",
+            "framework",
+            "plugins",
+            "api",
+            "state",
+            "config",
+            "observability",
+            "model",
+            "errors",
+            "distributions",
+        ),
+        "cli": tuple(
+            p.name.removesuffix(".py")
+            for p in PACKAGE.iterdir()
+            if p.name not in ("cli", "__main__.py", "__pycache__")
+        ),
+        "__main__": ("cli",),
+    }.items()
+}
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else ""
+
+
+def test_every_part_of_the_house_imports_only_the_layers_below_it() -> None:
+    parts = {
+        p.name.removesuffix(".py")
+        for p in PACKAGE.iterdir()
+        if p.name != "__pycache__" and (p.suffix == ".py" or (p / "__init__.py").exists())
+    } - {"__init__"}
+    assert parts <= HOUSE.keys(), f"not placed in the layers yet: {sorted(parts - HOUSE.keys())}"
+    found = []
+    for path in sources(PACKAGE):
+        rel = path.relative_to(PACKAGE)
+        own = rel.parts[0].removesuffix(".py")
+        if own == "__init__":
+            continue
+        for line, module in imports(path):
+            part = _part(module)
+            if within(module, "scheduler") and part and part != own and part not in HOUSE[own]:
+                found.append(f"scheduler/{rel}:{line}: {own} imports {module}")
+    assert found == [], "imports against the layers:\n" + "\n".join(found)

@@ -71,7 +71,7 @@ from scheduler.api import (
 )
 from scheduler.api.handle import Handle
 from scheduler.api.results import PostFilterResult
-from scheduler.config.durations import GoDuration
+from scheduler.model.durations import GoDuration
 from scheduler.model.selectors import NodeSelector, SelectorError
 from scheduler.plugins._helpers import (
     FromStore,
