@@ -181,9 +181,11 @@ def serving_from_args(args: argparse.Namespace, config: SchedulerConfiguration) 
     if args.plain_http:
         given = [flag for dest, flag in _SECURE_FLAGS if getattr(args, dest) is not None]
         if given:
+            verb = "is" if len(given) == 1 else "are"
             raise UserError(
-                f"--plain-http serves without TLS or authentication: {', '.join(given)} "
-                "apply to secure serving only; drop them or --plain-http"
+                f"--plain-http serves without TLS or authentication; {', '.join(given)} "
+                f"{verb} for secure serving only: drop {'it' if len(given) == 1 else 'them'} "
+                "or --plain-http"
             )
         return Serving(config.pluggable_scheduler.server_address)
     if args.secure_port == 0:

@@ -248,8 +248,8 @@ def test_run_with_secure_port_in_use(
     [
         (
             ["--plain-http", "--secure-port", "9443", "--authorization-kubeconfig", "k"],
-            "error: --plain-http serves without TLS or authentication: --secure-port, "
-            "--authorization-kubeconfig apply to secure serving only; drop them or --plain-http",
+            "error: --plain-http serves without TLS or authentication; --secure-port, "
+            "--authorization-kubeconfig are for secure serving only: drop them or --plain-http",
         ),
         (["--secure-port", "70000"], "error: --secure-port: 70000 is not a port (0-65535)"),
         (
