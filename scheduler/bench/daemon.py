@@ -70,7 +70,7 @@ def pod_body(i: int) -> dict[str, Any]:
 
 
 def _serve_emulator(nodes: int, conn: multiprocessing.connection.Connection) -> None:
-    from scheduler.emulator import EmulatorServer
+    from scheduler.simulation.emulator import EmulatorServer
 
     async def serve() -> None:
         server = EmulatorServer(cluster_objects(nodes), record_requests=False)
@@ -169,10 +169,10 @@ def _percentile(values: Sequence[float], q: float) -> float:
 async def _bench(args: argparse.Namespace) -> int:
     from scheduler.config.loading import load_config
     from scheduler.daemon.daemon import Daemon
-    from scheduler.emulator.kubeconfig import write_kubeconfig
     from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
     from scheduler.observability.logging import QUIET, configure_logging
+    from scheduler.simulation.emulator.kubeconfig import write_kubeconfig
 
     configure_logging("text", QUIET)
     ctx = multiprocessing.get_context("spawn")

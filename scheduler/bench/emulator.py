@@ -65,7 +65,7 @@ def _pin(cpu: int) -> None:
 
 def _serve(conn: multiprocessing.connection.Connection, nodes: int, pods: int, cpu: int) -> None:
     _pin(cpu)
-    from scheduler.emulator import EmulatorServer
+    from scheduler.simulation.emulator import EmulatorServer
 
     async def main() -> None:
         server = EmulatorServer(make_cluster(nodes, pods))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 from scheduler.testing.controlplane import RestClient, ensure_binaries, run_kube_scheduler
 
 if TYPE_CHECKING:

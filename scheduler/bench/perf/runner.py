@@ -102,7 +102,7 @@ class ApiServer:
 
 
 def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workload) -> None:
-    from scheduler.emulator import EmulatorServer
+    from scheduler.simulation.emulator import EmulatorServer
 
     async def serve() -> None:
         server = EmulatorServer(
@@ -124,7 +124,7 @@ def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workl
 @contextlib.contextmanager
 def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
     """The API server emulator in a process of its own, preloaded with the cluster."""
-    from scheduler.emulator.kubeconfig import write_kubeconfig
+    from scheduler.simulation.emulator.kubeconfig import write_kubeconfig
 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
