@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from scheduler.observability.healthcheck import (
     config_path_of,
     main,
     probe_url,
+    process_command_line,
     served_address,
     serving_of,
 )
@@ -115,6 +117,11 @@ def test_the_config_of_a_running_process_is_followed(
         ]
     )
     try:
+        # Until the child has exec'd, /proc shows the parent's command line.
+        deadline = time.monotonic() + 10
+        while "--config" not in process_command_line(stand_in.pid):
+            assert time.monotonic() < deadline, "the stand-in did not start"
+            time.sleep(0.01)
         assert main(["--pid", str(stand_in.pid)]) == 0
     finally:
         stand_in.kill()
