@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from scheduler.simulation.emulator import EmulatorServer
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     DRA_CONTROLLERS,
     ControlPlaneError,
     KubeControllerManagerProcess,
@@ -37,7 +37,7 @@ from scheduler.testing.controlplane import (
     run_kube_controller_manager,
     start_control_plane,
 )
-from scheduler.testing.packageindex import PackageIndex, pip_download, run_package_index
+from scheduler.tools.packageindex import PackageIndex, pip_download, run_package_index
 
 REPO = Path(__file__).resolve().parents[1]
 CONTRIB = REPO / "plugins-contrib"
@@ -82,7 +82,7 @@ def control_plane_binaries(request: pytest.FixtureRequest) -> Path:
     """
     capture = request.config.pluginmanager.getplugin("capturemanager")
     uncaptured = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
-    logger = logging.getLogger("scheduler.testing.controlplane")
+    logger = logging.getLogger("scheduler.tools.controlplane")
     with uncaptured:
         handler = logging.StreamHandler(sys.stderr)  # the real stderr, captured no more
         handler.setFormatter(logging.Formatter("\n[control plane] %(message)s"))

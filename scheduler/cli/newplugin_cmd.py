@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scheduler.errors import UserError
 from scheduler.framework.loader import PluginCatalog
-from scheduler.scaffold import scaffold, validate_plugin_name
+from scheduler.tools.scaffold import scaffold, validate_plugin_name
 
 
 def _cmd_new_plugin(args: argparse.Namespace) -> int:

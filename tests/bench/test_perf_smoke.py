@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.bench.perf import report, runner, workloads
 from scheduler.cli.main import main as cli_main
-from scheduler.testing import controlplane
+from scheduler.tools import controlplane
+from scheduler.tools.bench.perf import report, runner, workloads
 
 
 def _kube_scheduler_built() -> bool:

@@ -312,7 +312,7 @@ def test_run_with_an_authentication_kubeconfig_the_client_cannot_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_config: str
 ) -> None:
     """Well-formed YAML but no context: found when the secure port starts, still one line."""
-    from scheduler.testing.controlplane import write_kubeconfig
+    from scheduler.tools.controlplane import write_kubeconfig
 
     kubeconfig = write_kubeconfig(
         tmp_path / "kubeconfig", server="http://127.0.0.1:1", user="u", token=None

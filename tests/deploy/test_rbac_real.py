@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     UNPRIVILEGED,
     ControlPlane,
     RestClient,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.testing.controlplane import ControlPlane, ControlPlaneError, start_control_plane
-from scheduler.testing.packageindex import PackageIndex
+from scheduler.tools.controlplane import ControlPlane, ControlPlaneError, start_control_plane
+from scheduler.tools.packageindex import PackageIndex
 from tests.image.baseimage import BaseImageUnavailable, import_base_image
 from tests.image.engine import DockerEngine, EngineUnavailable, Progress, docker_engine
 from tests.image.packages import REPO, PipSource

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import yaml
 
 from scheduler.model.quantity import parse_quantity
-from scheduler.testing.controlplane import ADMIN, ControlPlane
+from scheduler.tools.controlplane import ADMIN, ControlPlane
 from tests.deploy.conftest import (
     BASE,
     DEPLOY,

@@ -32,8 +32,8 @@ from packaging.version import Version
 
 from scheduler import __version__
 from scheduler.api.version import PLUGIN_API_VERSION, parse_api_version
-from scheduler.scaffold import core_requirement
-from scheduler.testing.packageindex import PackageIndex, clean_pip_env, pip_download
+from scheduler.tools.packageindex import PackageIndex, clean_pip_env, pip_download
+from scheduler.tools.scaffold import core_requirement
 
 REPO = Path(__file__).resolve().parents[2]
 GANG_CLUSTER = REPO / "examples" / "gang-cluster.yaml"

@@ -24,7 +24,7 @@ from scheduler.api.version import PLUGIN_API_VERSION, parse_api_version
 from scheduler.cli.needs_cmd import referenced_plugins
 from scheduler.config import load_config
 from scheduler.distributions import KNOWN_DISTRIBUTIONS, conventional_distribution
-from scheduler.testing.packageindex import PackageIndex
+from scheduler.tools.packageindex import PackageIndex
 
 REPO = Path(__file__).resolve().parents[2]
 REPO_URL = "https://github.com/pluggable-scheduler/pluggable-scheduler"
@@ -179,7 +179,7 @@ def test_license_copies_are_the_license(project: Path) -> None:
 
 
 def test_scaffold_license_is_the_license() -> None:
-    template = REPO / "scheduler" / "scaffold" / "templates" / "LICENSE"
+    template = REPO / "scheduler" / "tools" / "scaffold" / "templates" / "LICENSE"
     assert template.read_bytes() == (REPO / "LICENSE").read_bytes()
 
 

@@ -17,7 +17,7 @@ from scheduler import __version__
 from scheduler.api.version import PLUGIN_API_VERSION
 from scheduler.cli.main import main
 from scheduler.errors import UserError
-from scheduler.scaffold import (
+from scheduler.tools.scaffold import (
     PluginNames,
     core_requirement,
     render,

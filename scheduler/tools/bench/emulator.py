@@ -7,7 +7,7 @@ from a client process with a pool of keep-alive connections while three
 watchers follow all pods, and prints sustained rates as averages and
 percentiles of one-second samples.
 
-    python -m scheduler.bench.emulator [--nodes 5000] [--pods 10000] [--watchers 3]
+    python -m scheduler.tools.bench.emulator [--nodes 5000] [--pods 10000] [--watchers 3]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scheduler.bench.objects import bench_node
+from scheduler.tools.bench.objects import bench_node
 
 
 def make_cluster(nodes: int, pods: int) -> list[dict[str, Any]]:
@@ -202,7 +202,7 @@ async def run_client(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m scheduler.bench.emulator", description=__doc__.split("\n\n")[0]
+        prog="python -m scheduler.tools.bench.emulator", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)

@@ -22,7 +22,7 @@ one per node, as scheduler_perf's init pods end up. Each measured pod
 (namespace sched-1) is then added to the table on the node chosen for it,
 as the scheduler's assume step does, so the cluster fills as in a real run.
 
-Run: ``python -m scheduler.bench.decision [--nodes N] [--init-pods N]
+Run: ``python -m scheduler.tools.bench.decision [--nodes N] [--init-pods N]
 [--pods N] [--workload NAME] [--cprofile]``.
 """
 
@@ -38,7 +38,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.bench.objects import HOSTNAME, bench_node
 from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
 from scheduler.framework.cycle import Algorithm
@@ -48,6 +47,7 @@ from scheduler.framework.profile import Profile, build_profiles
 from scheduler.observability.logging import QUIET, configure_logging
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.tools.bench.objects import HOSTNAME, bench_node
 
 PAUSE = "registry.k8s.io/pause:3.10"
 WARMUP = 20
@@ -228,7 +228,7 @@ def profile_workload(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m scheduler.bench.decision",
+        prog="python -m scheduler.tools.bench.decision",
         description="Decision time per pod (Algorithm.schedule) with the default profile.",
     )
     parser.add_argument("--nodes", type=int, default=5000)

@@ -28,7 +28,7 @@ create the DeviceClass ``test-class`` and a ResourceClaimTemplate in each pod
 namespace, and create pods that name the template
 (``pod-with-claim-template.yaml``). Their claims are made by a claim controller
 running beside the API server, as scheduler_perf runs kube's in-process (see
-:mod:`scheduler.bench.perf.runner`). A steady-state phase (``createPods`` with
+:mod:`scheduler.tools.bench.perf.runner`). A steady-state phase (``createPods`` with
 ``steadyState``) creates ``count`` pods, waits for them to be scheduled, deletes
 them and starts again until its duration is over.
 

@@ -20,7 +20,7 @@ scheduler's assume step would, so incremental upkeep is part of the figure.
 A pure-Python per-node loop doing nothing but reading each node's labels is
 printed alongside as the floor of any node-by-node implementation.
 
-Run: ``python -m scheduler.bench.plugins_affinity [--nodes N] [--pods N] [--measure N]``.
+Run: ``python -m scheduler.tools.bench.plugins_affinity [--nodes N] [--pods N] [--measure N]``.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scheduler.bench.perf import report, workloads
-from scheduler.bench.perf.workloads import Phase, Workload
+from scheduler.tools.bench.perf import report, workloads
+from scheduler.tools.bench.perf.workloads import Phase, Workload
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -166,7 +166,7 @@ def real_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
     For a DRA workload kube-controller-manager runs :data:`CLAIM_CONTROLLERS`
     alongside, for the whole run.
     """
-    from scheduler.testing.controlplane import start_control_plane
+    from scheduler.tools.controlplane import start_control_plane
 
     with (
         start_control_plane(workdir=workdir / "controlplane") as plane,
@@ -469,7 +469,7 @@ def run_ours(
 @contextlib.contextmanager
 def run_kube(server: ApiServer, workdir: Path, qps: float) -> Iterator[SchedulerProcess]:
     """The real kube-scheduler binary, /metrics open to this harness."""
-    from scheduler.testing.controlplane import run_kube_scheduler
+    from scheduler.tools.controlplane import run_kube_scheduler
 
     started = time.perf_counter()
     with run_kube_scheduler(

@@ -9,7 +9,7 @@ creation and its binding come through its watch; latency is the difference
 second, as an overall rate and as percentiles of one-second samples
 (scheduler_perf's way of reporting).
 
-    python -m scheduler.bench.daemon [--nodes 500] [--pods 1000] [--qps 5000]
+    python -m scheduler.tools.bench.daemon [--nodes 500] [--pods 1000] [--qps 5000]
 
 Client-side rate limiting is raised to ``--qps`` (kube-scheduler's default
 of 50 would cap bindings at 50/s and measure the limiter, not the scheduler;
@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from scheduler.bench.objects import bench_node
+from scheduler.tools.bench.objects import bench_node
 
 NAMESPACE = "bench"
 SCHEDULER_NAME = "pluggable-scheduler"

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scheduler.testing.controlplane import _die_with_parent, _free_port, _tail
+from scheduler.tools.controlplane import _die_with_parent, _free_port, _tail
 
 __all__ = [
     "UPLOAD_USER",

@@ -123,7 +123,9 @@ def validate_plugin_name(name: str) -> PluginNames:
 
 
 def _template(name: str) -> string.Template:
-    text = resources.files("scheduler.scaffold").joinpath("templates", name).read_text("utf-8")
+    text = (
+        resources.files("scheduler.tools.scaffold").joinpath("templates", name).read_text("utf-8")
+    )
     return string.Template(text)
 
 

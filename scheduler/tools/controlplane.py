@@ -28,9 +28,9 @@ Entry points:
 - :class:`RestClient` is a small synchronous JSON client for test set-up, so that
   starting a control plane needs neither an event loop nor generated models.
 
-``python -m scheduler.testing.controlplane build`` pre-builds the binaries (CI does
+``python -m scheduler.tools.controlplane build`` pre-builds the binaries (CI does
 this before the suite so the build time is visible on its own);
-``python -m scheduler.testing.controlplane up`` runs a control plane until Ctrl-C.
+``python -m scheduler.tools.controlplane up`` runs a control plane until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -1234,7 +1234,7 @@ def run_kube_controller_manager(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``build``: build or reuse the binaries; ``up``: run a control plane until Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m scheduler.testing.controlplane")
+    parser = argparse.ArgumentParser(prog="python -m scheduler.tools.controlplane")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help=f"build (or reuse) {_names(BINARIES)}")
     up = commands.add_parser("up", help="run etcd + kube-apiserver until interrupted")
