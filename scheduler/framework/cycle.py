@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +25,7 @@ from scheduler.api.handle import Nominator
 from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.framework.batching import BatchCache, pod_signature
+from scheduler.framework.nominated import filter_with_nominated, nominated_rows
 from scheduler.framework.runtime import (
     IGNORED_KEY,
     PREFILTER_NARROWING_KEY,
@@ -33,8 +33,9 @@ from scheduler.framework.runtime import (
     Framework,
     ScoreOutcome,
 )
-from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.whatif import WhatIfTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -104,38 +105,31 @@ class Algorithm:
 
         kube-scheduler's RunFilterPluginsWithNominatedPods: pods of equal or
         higher priority that won a preemption on a node keep the room they
-        freed. Only nodes with such pods are re-checked, each on a clone of
-        the cycle state as kube does, or all in one Filter run when the
-        framework says editing ``requested`` rows is enough; the pass without
-        them is the normal Filter run that already happened.
+        freed. Only nodes with such pods are re-checked (see
+        :func:`.nominated.filter_with_nominated`); the pass without them is
+        the normal Filter run that already happened.
         """
-        nominated = self.nominator.nominated_pods() if self.nominator else {}
-        if not nominated:
+        nominations = self.nominator.nominated_pods() if self.nominator else {}
+        if not nominations:
             return feasible
         table = feasible.table
         position = {int(row): i for i, row in enumerate(feasible.rows.tolist())}
-        loads: dict[int, tuple[str, list[PodInfo]]] = {}
-        for node_name, pods in nominated.items():
-            row = table.row_of(node_name)
-            if row is None or row not in position:
-                continue
-            others = [
-                p
-                for p in pods
-                if p.key != pod.key and p.priority >= pod.priority and not table.has_pod(p.key)
-            ]
-            if others:
-                loads[row] = (node_name, others)
+        loads = {
+            row: pods
+            for row, pods in nominated_rows(table, nominations, pod).items()
+            if row in position
+        }
         if not loads:
             return feasible
-        if self.framework.filters_read_requested_only(state):
-            rejected = self._nominated_rejections_at_once(state, pod, table, loads)
-        else:
-            rejected = self._nominated_rejections_one_by_one(state, pod, table, loads)
+        rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
+        rejected = filter_with_nominated(
+            self.framework, state, pod, WhatIfTable(table), rows, loads, recheck_without=False
+        )
+        if not rejected:
+            return feasible
         keep = np.ones(len(feasible), dtype=np.bool_)
-        for row, _ in rejected:
+        for row, status in rejected.items():
             keep[position[row]] = False
-        for row, status in rejected:
             code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
             reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]
             diagnosis.add(
@@ -147,81 +141,7 @@ class Algorithm:
                     reasons,
                 )
             )
-        return feasible.subset(keep) if rejected else feasible
-
-    def _nominated_rejections_one_by_one(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        loads: Mapping[int, tuple[str, list[PodInfo]]],
-    ) -> list[tuple[int, Status]]:
-        """Each loaded node on its own: its nominated pods added to the table and to a
-        clone of the cycle state (AddPod extensions), then Filter on that node."""
-        rejected: list[tuple[int, Status]] = []
-        for row, (node_name, others) in loads.items():
-            node = NodeInfo(table, row)
-            trial = state.clone()
-            added: list[str] = []
-            try:
-                status = Status.success()
-                for other in others:
-                    table.add_pod(other, node_name)
-                    added.append(other.key)
-                    status = self.framework.run_pre_filter_add_pod(trial, pod, other, node)
-                    if not status.is_success():
-                        break
-                if status.is_success():
-                    status = self.framework.run_filter_with_nominated(trial, pod, node)
-            finally:
-                for key in added:
-                    table.remove_pod(key)
-            if not status.is_success():
-                rejected.append((row, status))
-        return rejected
-
-    def _nominated_rejections_at_once(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        loads: Mapping[int, tuple[str, list[PodInfo]]],
-    ) -> list[tuple[int, Status]]:
-        """All loaded nodes in one Filter run, their nominated pods added to ``requested``.
-
-        Exact when :meth:`Framework.filters_read_requested_only` holds; the
-        rows are restored before returning. Statuses are each node's first
-        rejection, as the node-by-node check gives.
-        """
-        rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
-        vectors = [[table.occupancy(p) for p in others] for _, others in loads.values()]
-        width = len(table.resources)  # final: occupancy() adds any missing column
-        extra = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row_vectors in enumerate(vectors):
-            for vector in row_vectors:
-                extra[i, : len(vector)] += vector
-        requested = table.requested
-        try:
-            requested[rows] += extra
-            outcome = self.framework.run_filter(state, pod, NodeSet(table, rows))
-        finally:
-            requested[rows] -= extra
-        if not outcome.status.is_success():
-            return [(int(row), outcome.status) for row in rows.tolist()]
-        passed = set(outcome.feasible.rows.tolist())
-        verdicts = outcome.diagnosis.node_verdicts
-        rejected: list[tuple[int, Status]] = []
-        for row in rows.tolist():
-            if row in passed:
-                continue
-            verdict = verdicts.get(table.names[row])
-            status = (
-                Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
-                if verdict is not None
-                else Status.unschedulable()
-            )
-            rejected.append((row, status))
-        return rejected
+        return feasible.subset(keep)
 
     def schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0

@@ -1,0 +1,164 @@
+"""Filter with the room nominated pods hold: kube's ``RunFilterPluginsWithNominatedPods``.
+
+A pod that won a preemption is nominated to a node until it is bound there;
+pods of equal or higher priority must leave it that room. Both the
+scheduling cycle and preemption's dry run ask, for some nodes, "does the pod
+pass Filter with the pods nominated there counted as running, and without
+them?" (both must pass: a nominee that never comes must not make room
+appear). This is the one implementation of that check.
+
+The nominated pods are added to a :class:`WhatIfTable`, never to the live
+table. Where the framework says a what-if may be judged by Filter alone
+(:meth:`Framework.filters_read_requested_only`: no AddPod extension runs and
+every Filter sees pods only through ``requested``) one Filter run judges all
+nodes; otherwise each node is judged on its own, its nominated pods also
+added, through the AddPod extensions, to a clone of the cycle state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.status import Code, Status
+from scheduler.framework.runtime import Framework
+from scheduler.state.labels import IntArray
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
+from scheduler.state.whatif import WhatIfTable
+
+#: Row -> why it does not pass. A row that is not in it passes.
+Failures = dict[int, Status]
+
+
+def extension_failure(status: Status) -> Status:
+    """A failed PreFilter AddPod/RemovePod extension aborts the node's check as an Error (kube)."""
+    if status.code is Code.ERROR:
+        return status
+    reasons = status.reasons or (f"PreFilter extension of {status.plugin} failed",)
+    return Status(Code.ERROR, reasons, status.plugin, status.error)
+
+
+def filter_with_nominated(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    table: WhatIfTable,
+    rows: IntArray,
+    nominated: Mapping[int, Sequence[PodInfo]],
+    *,
+    recheck_without: bool = True,
+) -> Failures:
+    """Which of ``rows`` fail Filter with their ``nominated`` pods counted (pass 1) or,
+    where there were some and ``recheck_without``, without them (pass 2).
+
+    ``table`` is the what-if copy the rows are judged in (it is left as it
+    was given); ``state`` is not changed. The scheduling cycle passes
+    ``recheck_without=False``: its normal Filter run is pass 2. A Filter
+    run that fails charges its status to every row it judged.
+    """
+    if framework.filters_read_requested_only(state):
+        failures = _first_pass(framework, state, pod, table, rows, nominated, extensions=False)
+    else:
+        failures = {}
+        for i in range(len(rows)):
+            one = rows[i : i + 1]
+            failures.update(
+                _first_pass(framework, state, pod, table, one, nominated, extensions=True)
+            )
+    if recheck_without:
+        again = [r for r in rows.tolist() if nominated.get(r) and r not in failures]
+        if again:
+            failures.update(
+                _judge(framework, state, pod, NodeSet(table, np.asarray(again, dtype=np.int64)))
+            )
+    return failures
+
+
+def _first_pass(
+    framework: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    table: WhatIfTable,
+    rows: IntArray,
+    nominated: Mapping[int, Sequence[PodInfo]],
+    *,
+    extensions: bool,
+) -> Failures:
+    """Filter ``rows`` with their nominated pods added to ``table`` (and, with
+    ``extensions``, through AddPod to a clone of ``state``); the pods go again after."""
+    loaded = [row for row in rows.tolist() if nominated.get(row)]
+    trial = state.clone() if extensions and loaded else state
+    added: list[str] = []
+    try:
+        for row in loaded:
+            node = NodeInfo(table, row)
+            for other in nominated[row]:
+                table.add_pod(other, node.name)
+                added.append(other.key)
+                if not extensions:
+                    continue
+                status = framework.run_pre_filter_add_pod(trial, pod, other, node)
+                if not status.is_success():
+                    return {row: extension_failure(status)}
+        return _judge(framework, trial, pod, NodeSet(table, rows))
+    finally:
+        for key in added:
+            table.remove_pod(key)
+
+
+def _judge(framework: Framework, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Failures:
+    """One Filter run; each failing row with its first rejection, as a node-by-node run gives."""
+    outcome = framework.run_filter(state, pod, nodes)
+    rows = nodes.rows.tolist()
+    if not outcome.status.is_success():
+        return dict.fromkeys(rows, outcome.status)
+    passed = set(outcome.feasible.rows.tolist())
+    verdicts = outcome.diagnosis.node_verdicts
+    names = nodes.table.names
+    failures: Failures = {}
+    for row in rows:
+        if row in passed:
+            continue
+        verdict = verdicts.get(names[row])
+        failures[row] = (
+            Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
+            if verdict is not None
+            else Status.unschedulable()
+        )
+    return failures
+
+
+def nominated_rows(
+    table: NodeTable,
+    nominations: Mapping[str, Sequence[PodInfo]],
+    pod: PodInfo,
+) -> dict[int, list[PodInfo]]:
+    """The pods nominated to each node (by row) whose room ``pod`` must leave alone.
+
+    kube's ``addGENominatedPods``: nominated pods of equal or higher
+    priority, other than the pod itself, that are not assumed or bound yet
+    (those are in the table already). Lower-priority ones are ignored: a
+    pod may take room freed for a less important one.
+    """
+    out: dict[int, list[PodInfo]] = {}
+    if not nominations:
+        return out
+    for node_name, pods in nominations.items():
+        row = table.row_of(node_name)
+        if row is None:
+            continue
+        keep = [
+            p
+            for p in pods
+            if p.priority >= pod.priority and not _same_pod(p, pod) and not table.has_pod(p.key)
+        ]
+        if keep:
+            out[row] = keep
+    return out
+
+
+def _same_pod(a: PodInfo, b: PodInfo) -> bool:
+    return a.key == b.key or (bool(a.uid) and a.uid == b.uid)
