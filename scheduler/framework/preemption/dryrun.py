@@ -1,0 +1,494 @@
+"""Preemption's dry run: kube's ``DryRunPreemption`` and ``SelectVictimsOnNode``.
+
+For each potential node, from a random offset, until enough candidates are
+found: every pod of lower priority is taken off; if the pod then passes
+Filter (with the room nominated pods hold, see :mod:`..nominated`), the
+removed pods are put back one by one, budget-violating ones first and each
+group from the most important (higher priority, then earlier start), and
+each that still leaves room stays. The rest are the node's victims.
+
+All of it happens in a :class:`WhatIfTable`, a copy of the rows it changes:
+the live table is never edited, so nothing can leak into later cycles.
+
+There is one algorithm. It runs over a *group* of nodes at once: where the
+framework says a what-if may edit ``requested`` rows alone (no AddPod/
+RemovePod extension runs and every Filter declares ``pods_via_requested``),
+a group is a chunk of nodes, pods are moved as request vectors and one
+Filter run judges the whole chunk per step; otherwise a group is one node,
+its pods are moved in full (pods, ports, requests) and reported to the
+PreFilter extensions on a clone of the cycle state. Both give kube's
+node-by-node answer; the chunked form is much the faster (``bench perf``
+PreemptionBasic: ~6x less CPU).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.handle import Handle
+from scheduler.api.status import Code, Status
+from scheduler.framework.nominated import (
+    extension_failure,
+    filter_with_nominated,
+)
+from scheduler.framework.preemption.candidates import (
+    MSG_NO_VICTIMS,
+    NEVER,
+    Candidate,
+    DisruptionBudget,
+    VictimsResult,
+    filter_pods_with_pdb_violation,
+    importance_key,
+    start_time_ns,
+)
+from scheduler.framework.runtime import Framework
+from scheduler.state.nodetable import NodeInfo, NodeTable
+from scheduler.state.pod import PodInfo
+from scheduler.state.whatif import WhatIfTable
+
+IntArray = npt.NDArray[np.int64]
+
+# Nodes evaluated beyond those still needed, per chunk.
+BATCH_MARGIN = 16
+
+# A pod to put back in a reprieve round: the pod, its request vector, 1 if it violates a budget.
+_Plan = list[tuple[PodInfo, IntArray, int]]
+
+
+@dataclass(slots=True)
+class _RowPods:
+    """A node's pods as the dry run needs them, valid for one row generation."""
+
+    generation: int
+    resources: list[str]  # the table's column list: identifies the table
+    width: int
+    pods: list[PodInfo]
+    vectors: IntArray  # what each pod adds to ``requested``
+    priorities: IntArray
+    total: IntArray
+    min_priority: int
+    max_priority: int
+    # (pod, vector) most important first, as sorted at any "now" after ``latest_start``.
+    in_order: list[tuple[PodInfo, IntArray]]
+    latest_start: int
+
+
+class DryRunResult(NamedTuple):
+    """Candidates (those violating no budget first), why each other visited node is
+    not one, and the errors met."""
+
+    candidates: list[Candidate]
+    statuses: dict[str, Status]
+    errors: list[Status]
+
+
+class _GroupFailed(Exception):
+    """A Filter run over a chunk failed: the chunk is judged again node by node."""
+
+
+class DryRun:
+    """Runs the dry run for one framework's table; keeps per-row pod memos across runs."""
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+        #: Judge chunks of nodes where that is exact; off: every group is one node.
+        self.batching = True
+        self._rows: dict[int, _RowPods] = {}
+
+    @property
+    def framework(self) -> Framework:
+        """The profile's framework (set on the handle once every plugin is built)."""
+        return cast("Framework", self.handle.framework)
+
+    @property
+    def table(self) -> NodeTable:
+        return self.handle.table
+
+    def chunked(self, state: CycleState) -> bool:
+        """Whether nodes are judged in chunks for this pod's cycle (see the module docstring)."""
+        return self.batching and self.framework.filters_read_requested_only(state)
+
+    def run(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        offset: int,
+        num_candidates: int,
+        now_ns: int,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> DryRunResult:
+        """Visit ``rows`` from ``offset`` until ``num_candidates`` are found (at least one
+        violating no budget); results past the node where the walk stops are discarded, so
+        chunks give the outcome of the node-by-node walk."""
+        whatif = WhatIfTable(self.table)
+        names = self.table.names
+        limit = max(num_candidates, 1)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[Status] = []
+        n = len(rows)
+        order = np.concatenate((rows[offset:], rows[:offset])) if n else rows
+        chunked = self.chunked(state)
+        start = 0
+        found = 0  # nodes visited that became candidates
+        while start < n:
+            size = 1
+            if chunked:  # enough nodes for the candidates still needed at the rate seen
+                need = max(limit - len(non_violating) - len(violating), 1)
+                size = int(need * 1.25 / ((found + 1) / (start + 1))) + BATCH_MARGIN
+            chunk = order[start : start + size]
+            start += len(chunk)
+            for row, (victims, violations, status) in zip(
+                chunk.tolist(),
+                self._judge_chunk(whatif, state, pod, chunk, budgets, now_ns, nominated),
+                strict=True,
+            ):
+                node_name = names[row]
+                if status.is_success() and victims:
+                    found += 1
+                    group = violating if violations else non_violating
+                    if len(group) < limit:
+                        group.append(Candidate(node_name, tuple(victims), violations))
+                    if non_violating and len(non_violating) + len(violating) >= limit:
+                        return DryRunResult(non_violating + violating, statuses, errors)
+                    continue
+                if status.is_success():
+                    status = Status.error_status(
+                        f'expected at least one victim pod on node "{node_name}"'
+                    )
+                if status.code is Code.ERROR:
+                    errors.append(status)
+                statuses[node_name] = status
+        return DryRunResult(non_violating + violating, statuses, errors)
+
+    def _judge_chunk(
+        self,
+        whatif: WhatIfTable,
+        state: CycleState,
+        pod: PodInfo,
+        chunk: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> Iterable[VictimsResult]:
+        """The chunk's results; a chunk whose Filter run failed, node by node (which tells
+        which node erred)."""
+        if len(chunk) > 1:
+            try:
+                return self.select_victims(whatif, state, pod, chunk, budgets, now_ns, nominated)
+            except _GroupFailed:
+                pass
+        return [
+            self.select_victims(whatif, state, pod, chunk[i : i + 1], budgets, now_ns, nominated)[0]
+            for i in range(len(chunk))
+        ]
+
+    def select_victims(
+        self,
+        whatif: WhatIfTable,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> list[VictimsResult]:
+        """kube's ``SelectVictimsOnNode`` for each of ``rows`` (one, unless chunked).
+
+        Each result: the victims (most important first), how many violate a
+        budget, the status. ``whatif`` is reverted before returning; ``state``
+        is not changed. Raises :class:`_GroupFailed` when a Filter run over
+        several rows fails.
+        """
+        results: list[VictimsResult | None] = [None] * len(rows)
+        moves: _Moves = (
+            _RequestVectors(whatif, state)
+            if len(rows) > 1 or self.chunked(state)
+            else _WholePods(whatif, state, self.framework, pod)
+        )
+        positions: list[int] = []  # of the rows with potential victims
+        memos: list[_RowPods] = []
+        for position, row in enumerate(rows.tolist()):
+            memo = self._row_pods(row)
+            if memo.min_priority >= pod.priority:
+                results[position] = ([], 0, Status.unresolvable(MSG_NO_VICTIMS))
+            else:
+                positions.append(position)
+                memos.append(memo)
+        try:
+            if positions:
+                target = rows[positions]
+                outcome = self._select(moves, state, pod, target, memos, budgets, now_ns, nominated)
+                for position, result in zip(positions, outcome, strict=True):
+                    results[position] = result
+        finally:
+            whatif.revert()
+        return [r for r in results if r is not None]
+
+    def _select(
+        self,
+        moves: _Moves,
+        state: CycleState,
+        pod: PodInfo,
+        target: IntArray,
+        memos: Sequence[_RowPods],
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> list[VictimsResult]:
+        count = len(target)
+        failures = moves.take_off_lower(target, memos, pod.priority)
+        if not failures:
+            failures = self._filter(moves, pod, target, nominated)
+        plans: dict[int, _Plan] = {}
+        mixed: set[int] = set()
+        for j in range(count):
+            if int(target[j]) not in failures:
+                plans[j] = self._plan(memos[j], pod.priority, budgets, now_ns, j, mixed)
+        victims: list[list[PodInfo]] = [[] for _ in range(count)]
+        violations = [0] * count
+        k = 0
+        active = list(plans)
+        while active:
+            active = [j for j in active if len(plans[j]) > k and int(target[j]) not in failures]
+            if not active:
+                break
+            some = target[active]
+            back = [plans[j][k][:2] for j in active]
+            failed = moves.put_back(some, back)
+            if not failed:
+                failed = self._filter(moves, pod, some, nominated)
+            for a, j in enumerate(active):
+                row = int(some[a])
+                status = failed.get(row)
+                if status is None:
+                    continue
+                if status.code is Code.ERROR:  # an extension (or Filter) broke on this node
+                    failures[row] = status
+                    continue
+                gone = moves.take_off(some[a : a + 1], [back[a]])
+                if gone:
+                    failures.update(gone)
+                    continue
+                victim, _, violates = plans[j][k]
+                victims[j].append(victim)
+                violations[j] += violates
+            k += 1
+        key = importance_key(now_ns)
+        results: list[VictimsResult] = []
+        for j in range(count):
+            failure = failures.get(int(target[j]))
+            if failure is not None:
+                results.append(([], 0, failure))
+                continue
+            chosen = victims[j]
+            if j in mixed:
+                chosen.sort(key=key)
+            results.append((chosen, violations[j], Status.success()))
+        return results
+
+    def _filter(
+        self,
+        moves: _Moves,
+        pod: PodInfo,
+        rows: IntArray,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> dict[int, Status]:
+        """Filter with nominated pods; a failed run over many rows raises :class:`_GroupFailed`."""
+        failures = filter_with_nominated(
+            self.framework, moves.state, pod, moves.whatif, rows, nominated
+        )
+        if len(rows) > 1 and any(s.code is Code.ERROR for s in failures.values()):
+            raise _GroupFailed
+        return failures
+
+    @staticmethod
+    def _plan(
+        memo: _RowPods,
+        priority: int,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        j: int,
+        mixed: set[int],
+    ) -> _Plan:
+        """The reprieve order: budget-violating pods first, each group most important first."""
+        if memo.latest_start < now_ns:
+            pairs = memo.in_order
+        else:
+            key = importance_key(now_ns)
+            pairs = sorted(zip(memo.pods, memo.vectors, strict=True), key=lambda x: key(x[0]))
+        if memo.max_priority >= priority:
+            pairs = [pair for pair in pairs if pair[0].priority < priority]
+        if not budgets:
+            return [(p, v, 0) for p, v in pairs]
+        violating, non_violating = filter_pods_with_pdb_violation([p for p, _ in pairs], budgets)
+        if violating and non_violating:
+            mixed.add(j)
+        bad = {id(p) for p in violating}
+        return [(p, v, 1) for p, v in pairs if id(p) in bad] + [
+            (p, v, 0) for p, v in pairs if id(p) not in bad
+        ]
+
+    def _row_pods(self, row: int) -> _RowPods:
+        """The pods on a live row with their priorities and vectors (memoised per row).
+
+        Valid while the row holds the same pod objects in the same order,
+        whatever its generation says.
+        """
+        table = self.table
+        generation = int(table.generation[row])
+        memo = self._rows.get(row)
+        on_row = table.pods[row]
+        if (
+            memo is not None
+            and memo.resources is table.resources
+            and memo.width == len(table.resources)
+        ):
+            if memo.generation == generation:
+                return memo
+            if len(memo.pods) == len(on_row) and all(
+                a is b for a, b in zip(memo.pods, on_row.values(), strict=True)
+            ):
+                memo.generation = generation
+                return memo
+        pods = list(on_row.values())
+        vectors = [table.occupancy(p) for p in pods]
+        width = len(table.resources)
+        matrix = _stack(vectors, width) if pods else np.zeros((0, width), dtype=np.int64)
+        # The reprieve order, with pods not started yet last among their priority:
+        # what sorting with any "now" later than every known start time gives.
+        starts = [start_time_ns(p, NEVER) for p in pods]
+        order = sorted(range(len(pods)), key=lambda i: (-pods[i].priority, starts[i]))
+        memo = _RowPods(
+            generation=generation,
+            resources=table.resources,
+            width=width,
+            pods=pods,
+            vectors=matrix,
+            priorities=np.asarray([p.priority for p in pods], dtype=np.int64),
+            total=matrix.sum(axis=0),
+            min_priority=min((p.priority for p in pods), default=2**63 - 1),
+            max_priority=max((p.priority for p in pods), default=-(2**63)),
+            in_order=[(pods[i], matrix[i]) for i in order],
+            latest_start=max((t for t in starts if t != NEVER), default=-NEVER),
+        )
+        self._rows[row] = memo
+        return memo
+
+
+def _stack(vectors: Sequence[IntArray], width: int) -> IntArray:
+    """Vectors as the rows of a matrix; those made before a column was added are padded."""
+    if any(len(v) != width for v in vectors):
+        vectors = [np.pad(v, (0, width - len(v))) for v in vectors]
+    return np.stack(vectors)
+
+
+# -- how pods leave and come back in the what-if ---------------------------------------------
+
+_Item = tuple[PodInfo, IntArray]  # a pod and its request vector
+
+
+class _Moves(ABC):
+    """Takes pods off and puts them back on rows of the what-if table.
+
+    Each returns the rows where a PreFilter extension failed, with the
+    Error status that aborts their evaluation.
+    """
+
+    def __init__(self, whatif: WhatIfTable, state: CycleState) -> None:
+        self.whatif = whatif
+        self.state = state  # what Filter runs with
+
+    @abstractmethod
+    def take_off_lower(
+        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
+    ) -> dict[int, Status]:
+        """Every pod of lower priority than ``priority`` off each row."""
+
+    @abstractmethod
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        """One pod off each row."""
+
+    @abstractmethod
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        """One pod back on each row."""
+
+
+class _RequestVectors(_Moves):
+    """Pods as their request vectors: exact where Filter sees pods only through ``requested``."""
+
+    def take_off_lower(
+        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
+    ) -> dict[int, Status]:
+        lower = [
+            m.total if m.max_priority < priority else m.vectors[m.priorities < priority].sum(axis=0)
+            for m in memos
+        ]
+        self.whatif.shift_requested(rows, -_stack(lower, len(self.whatif.resources)))
+        return {}
+
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        vectors = _stack([v for _, v in pods], len(self.whatif.resources))
+        self.whatif.shift_requested(rows, -vectors)
+        return {}
+
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        vectors = _stack([v for _, v in pods], len(self.whatif.resources))
+        self.whatif.shift_requested(rows, vectors)
+        return {}
+
+
+class _WholePods(_Moves):
+    """Pods moved in full (pods, ports, requests) and reported to the PreFilter
+    AddPod/RemovePod extensions on the node's own clone of the cycle state."""
+
+    def __init__(
+        self, whatif: WhatIfTable, state: CycleState, framework: Framework, pod: PodInfo
+    ) -> None:
+        super().__init__(whatif, state.clone())
+        self.framework = framework
+        self.pod = pod
+
+    def take_off_lower(
+        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
+    ) -> dict[int, Status]:
+        failures: dict[int, Status] = {}
+        for i, memo in enumerate(memos):
+            lower = [
+                (p, v)
+                for p, v in zip(memo.pods, memo.vectors, strict=True)
+                if p.priority < priority
+            ]
+            for item in lower:
+                failures.update(self.take_off(rows[i : i + 1], [item]))
+                if failures:
+                    return failures
+        return failures
+
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
+            self.whatif.remove_pod(victim.key)
+            node = NodeInfo(self.whatif, row)
+            status = self.framework.run_pre_filter_remove_pod(self.state, self.pod, victim, node)
+            if not status.is_success():
+                return {row: extension_failure(status)}
+        return {}
+
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+        for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
+            node = NodeInfo(self.whatif, row)
+            self.whatif.add_pod(victim, node.name)
+            status = self.framework.run_pre_filter_add_pod(self.state, self.pod, victim, node)
+            if not status.is_success():
+                return {row: extension_failure(status)}
+        return {}
