@@ -188,10 +188,10 @@ class DryRun:
                 return self.select_victims(whatif, state, pod, chunk, budgets, now_ns, nominated)
             except _GroupFailed:
                 pass
-        return [
+        return (  # lazily: the walk may stop early
             self.select_victims(whatif, state, pod, chunk[i : i + 1], budgets, now_ns, nominated)[0]
             for i in range(len(chunk))
-        ]
+        )
 
     def select_victims(
         self,
@@ -261,28 +261,12 @@ class DryRun:
         active = list(plans)
         while active:
             active = [j for j in active if len(plans[j]) > k and int(target[j]) not in failures]
-            if not active:
-                break
-            some = target[active]
-            back = [plans[j][k][:2] for j in active]
-            failed = moves.put_back(some, back)
-            if not failed:
-                failed = self._filter(moves, pod, some, nominated)
-            for a, j in enumerate(active):
-                row = int(some[a])
-                status = failed.get(row)
-                if status is None:
-                    continue
-                if status.code is Code.ERROR:  # an extension (or Filter) broke on this node
-                    failures[row] = status
-                    continue
-                gone = moves.take_off(some[a : a + 1], [back[a]])
-                if gone:
-                    failures.update(gone)
-                    continue
-                victim, _, violates = plans[j][k]
-                victims[j].append(victim)
-                violations[j] += violates
+            if active:
+                for j, victim, violates in self._reprieve_round(
+                    moves, pod, target[active], [plans[j][k] for j in active], failures, nominated
+                ):
+                    victims[active[j]].append(victim)
+                    violations[active[j]] += violates
             k += 1
         key = importance_key(now_ns)
         results: list[VictimsResult] = []
@@ -296,6 +280,40 @@ class DryRun:
                 chosen.sort(key=key)
             results.append((chosen, violations[j], Status.success()))
         return results
+
+    def _reprieve_round(
+        self,
+        moves: _Moves,
+        pod: PodInfo,
+        rows: IntArray,
+        items: Sequence[tuple[PodInfo, IntArray, int]],
+        failures: dict[int, Status],
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> list[tuple[int, PodInfo, int]]:
+        """Put one pod back on each of ``rows``; those that then leave no room go again.
+
+        Returns (index in ``rows``, victim, 1 if it violates a budget) for each
+        pod that stays a victim; rows whose extensions or Filter broke are
+        added to ``failures``.
+        """
+        back = [(victim, vector) for victim, vector, _ in items]
+        failed = moves.put_back(rows, back)
+        if not failed:
+            failed = self._filter(moves, pod, rows, nominated)
+        rejected: list[int] = []
+        for a, row in enumerate(rows.tolist()):
+            status = failed.get(row)
+            if status is None:
+                continue
+            if status.code is Code.ERROR:  # an extension (or Filter) broke on this node
+                failures[row] = status
+            else:
+                rejected.append(a)
+        if not rejected:
+            return []
+        gone = moves.take_off(rows[rejected], [back[a] for a in rejected])
+        failures.update(gone)
+        return [(a, items[a][0], items[a][2]) for a in rejected if int(rows[a]) not in gone]
 
     def _filter(
         self,
