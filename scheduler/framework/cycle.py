@@ -128,7 +128,8 @@ class Algorithm:
         if not rejected:
             return feasible
         keep = np.ones(len(feasible), dtype=np.bool_)
-        for row, status in rejected.items():
+        for row in rejected.rows():
+            status = rejected.status(row) or Status.unschedulable()
             keep[position[row]] = False
             code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
             reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]

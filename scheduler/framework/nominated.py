@@ -17,11 +17,12 @@ added, through the AddPod extensions, to a clone of the cycle state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import Diagnosis, NodeVerdict
 from scheduler.api.status import Code, Status
 from scheduler.framework.runtime import Framework
 from scheduler.state.labels import IntArray
@@ -29,8 +30,69 @@ from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.whatif import WhatIfTable
 
-#: Row -> why it does not pass. A row that is not in it passes.
-Failures = dict[int, Status]
+
+class Failures:
+    """The rows that fail a check, and why.
+
+    A Filter rejection's reasons are read from its run's diagnosis only when
+    asked: callers deciding only *whether* rows pass (preemption's reprieve
+    rounds) must not pay for rendering every rejected node's reasons.
+    """
+
+    __slots__ = ("_rejected", "_statuses", "_verdicts")
+
+    def __init__(self) -> None:
+        self._statuses: dict[int, Status] = {}  # failed with this status
+        self._rejected: dict[int, Diagnosis] = {}  # rejected; the reasons are in this diagnosis
+        self._verdicts: dict[int, dict[str, NodeVerdict]] = {}  # by id(diagnosis)
+
+    def __contains__(self, row: object) -> bool:
+        return row in self._statuses or row in self._rejected
+
+    def __bool__(self) -> bool:
+        return bool(self._statuses) or bool(self._rejected)
+
+    def rows(self) -> list[int]:
+        return [*self._statuses, *self._rejected]
+
+    def fail(self, row: int, status: Status) -> None:
+        self._rejected.pop(row, None)
+        self._statuses[row] = status
+
+    def reject(self, rows: Iterable[int], diagnosis: Diagnosis) -> None:
+        for row in rows:
+            self._statuses.pop(row, None)
+            self._rejected[row] = diagnosis
+
+    def update(self, other: Failures) -> None:
+        for row, status in other._statuses.items():
+            self.fail(row, status)
+        for row, diagnosis in other._rejected.items():
+            self.reject((row,), diagnosis)
+
+    def has_error(self) -> bool:
+        return any(s.code is Code.ERROR for s in self._statuses.values())
+
+    def error(self, row: int) -> Status | None:
+        """The Error status of a failed extension or Filter run on ``row`` (not a rejection)."""
+        status = self._statuses.get(row)
+        return status if status is not None and status.code is Code.ERROR else None
+
+    def status(self, row: int) -> Status | None:
+        """Why ``row`` fails (its first rejection, as a node-by-node run gives); None: passes."""
+        status = self._statuses.get(row)
+        if status is not None:
+            return status
+        diagnosis = self._rejected.get(row)
+        if diagnosis is None:
+            return None
+        verdicts = self._verdicts.get(id(diagnosis))
+        if verdicts is None:
+            verdicts = self._verdicts[id(diagnosis)] = diagnosis.node_verdicts
+        verdict = verdicts.get(diagnosis.names[row])
+        if verdict is None:
+            return Status.unschedulable()
+        return Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
 
 
 def extension_failure(status: Status) -> Status:
@@ -62,7 +124,7 @@ def filter_with_nominated(
     if framework.filters_read_requested_only(state):
         failures = _first_pass(framework, state, pod, table, rows, nominated, extensions=False)
     else:
-        failures = {}
+        failures = Failures()
         for i in range(len(rows)):
             one = rows[i : i + 1]
             failures.update(
@@ -102,7 +164,9 @@ def _first_pass(
                     continue
                 status = framework.run_pre_filter_add_pod(trial, pod, other, node)
                 if not status.is_success():
-                    return {row: extension_failure(status)}
+                    failed = Failures()
+                    failed.fail(row, extension_failure(status))
+                    return failed
         return _judge(framework, trial, pod, NodeSet(table, rows))
     finally:
         for key in added:
@@ -110,24 +174,15 @@ def _first_pass(
 
 
 def _judge(framework: Framework, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Failures:
-    """One Filter run; each failing row with its first rejection, as a node-by-node run gives."""
+    """One Filter run; a run that fails charges its status to every row."""
     outcome = framework.run_filter(state, pod, nodes)
-    rows = nodes.rows.tolist()
+    failures = Failures()
     if not outcome.status.is_success():
-        return dict.fromkeys(rows, outcome.status)
-    passed = set(outcome.feasible.rows.tolist())
-    verdicts = outcome.diagnosis.node_verdicts
-    names = nodes.table.names
-    failures: Failures = {}
-    for row in rows:
-        if row in passed:
-            continue
-        verdict = verdicts.get(names[row])
-        failures[row] = (
-            Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
-            if verdict is not None
-            else Status.unschedulable()
-        )
+        for row in nodes.rows.tolist():
+            failures.fail(row, outcome.status)
+        return failures
+    rejected = nodes.rows[~np.isin(nodes.rows, outcome.feasible.rows)]
+    failures.reject(rejected.tolist(), outcome.diagnosis)
     return failures
 
 

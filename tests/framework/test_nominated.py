@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
 
-from scheduler.api import CycleState, PodInfo, Status
+from scheduler.api import CycleState, PodInfo
 from scheduler.framework.cycle import Algorithm
-from scheduler.framework.nominated import filter_with_nominated
+from scheduler.framework.nominated import Failures, filter_with_nominated
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.whatif import WhatIfTable
@@ -63,6 +64,15 @@ def test_the_nominee_itself_is_not_blocked_by_its_own_nomination() -> None:
     assert "n1" in result.filter_outcome.feasible.names
 
 
+def verdicts(failures: Failures) -> dict[int, tuple[Any, ...]]:
+    out: dict[int, tuple[Any, ...]] = {}
+    for row in failures.rows():
+        status = failures.status(row)
+        assert status is not None
+        out[row] = (status.code, status.reasons, status.plugin)
+    return out
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_nominated_check_at_once_equals_node_by_node(seed: int) -> None:
     """One Filter run over every loaded node decides as one run per node."""
@@ -90,15 +100,13 @@ def test_nominated_check_at_once_equals_node_by_node(seed: int) -> None:
         assert framework.filters_read_requested_only(state)
         whatif = WhatIfTable(table)
         at_once = filter_with_nominated(framework, state, incoming, whatif, rows, loads)
-        one: dict[int, Status] = {}
+        one = Failures()
         for i in range(len(rows)):
             one.update(
                 filter_with_nominated(framework, state, incoming, whatif, rows[i : i + 1], loads)
             )
-        assert {r: (s.code, s.reasons, s.plugin) for r, s in at_once.items()} == {
-            r: (s.code, s.reasons, s.plugin) for r, s in one.items()
-        }, template["spec"]
-        compared += len(one)
+        assert verdicts(at_once) == verdicts(one), template["spec"]
+        compared += len(one.rows())
         assert (table.requested == requested).all()
         assert (whatif.requested == requested).all(), "the what-if is left as it was given"
     assert compared > 0, "some nominee must have been in the way"

@@ -34,10 +34,7 @@ import numpy.typing as npt
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.handle import Handle
 from scheduler.api.status import Code, Status
-from scheduler.framework.nominated import (
-    extension_failure,
-    filter_with_nominated,
-)
+from scheduler.framework.nominated import Failures, extension_failure, filter_with_nominated
 from scheduler.framework.preemption.candidates import (
     MSG_NO_VICTIMS,
     NEVER,
@@ -271,7 +268,7 @@ class DryRun:
         key = importance_key(now_ns)
         results: list[VictimsResult] = []
         for j in range(count):
-            failure = failures.get(int(target[j]))
+            failure = failures.status(int(target[j]))
             if failure is not None:
                 results.append(([], 0, failure))
                 continue
@@ -287,7 +284,7 @@ class DryRun:
         pod: PodInfo,
         rows: IntArray,
         items: Sequence[tuple[PodInfo, IntArray, int]],
-        failures: dict[int, Status],
+        failures: Failures,
         nominated: Mapping[int, Sequence[PodInfo]],
     ) -> list[tuple[int, PodInfo, int]]:
         """Put one pod back on each of ``rows``; those that then leave no room go again.
@@ -302,11 +299,11 @@ class DryRun:
             failed = self._filter(moves, pod, rows, nominated)
         rejected: list[int] = []
         for a, row in enumerate(rows.tolist()):
-            status = failed.get(row)
-            if status is None:
+            if row not in failed:
                 continue
-            if status.code is Code.ERROR:  # an extension (or Filter) broke on this node
-                failures[row] = status
+            error = failed.error(row)
+            if error is not None:  # an extension (or Filter) broke on this node
+                failures.fail(row, error)
             else:
                 rejected.append(a)
         if not rejected:
@@ -321,12 +318,12 @@ class DryRun:
         pod: PodInfo,
         rows: IntArray,
         nominated: Mapping[int, Sequence[PodInfo]],
-    ) -> dict[int, Status]:
+    ) -> Failures:
         """Filter with nominated pods; a failed run over many rows raises :class:`_GroupFailed`."""
         failures = filter_with_nominated(
             self.framework, moves.state, pod, moves.whatif, rows, nominated
         )
-        if len(rows) > 1 and any(s.code is Code.ERROR for s in failures.values()):
+        if len(rows) > 1 and failures.has_error():
             raise _GroupFailed
         return failures
 
@@ -428,42 +425,38 @@ class _Moves(ABC):
         self.state = state  # what Filter runs with
 
     @abstractmethod
-    def take_off_lower(
-        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
-    ) -> dict[int, Status]:
+    def take_off_lower(self, rows: IntArray, memos: Sequence[_RowPods], priority: int) -> Failures:
         """Every pod of lower priority than ``priority`` off each row."""
 
     @abstractmethod
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         """One pod off each row."""
 
     @abstractmethod
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         """One pod back on each row."""
 
 
 class _RequestVectors(_Moves):
     """Pods as their request vectors: exact where Filter sees pods only through ``requested``."""
 
-    def take_off_lower(
-        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
-    ) -> dict[int, Status]:
+    def take_off_lower(self, rows: IntArray, memos: Sequence[_RowPods], priority: int) -> Failures:
         lower = [
             m.total if m.max_priority < priority else m.vectors[m.priorities < priority].sum(axis=0)
             for m in memos
         ]
         self.whatif.shift_requested(rows, -_stack(lower, len(self.whatif.resources)))
-        return {}
+        return Failures()
 
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         vectors = _stack([v for _, v in pods], len(self.whatif.resources))
         self.whatif.shift_requested(rows, -vectors)
-        return {}
+        return Failures()
 
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         vectors = _stack([v for _, v in pods], len(self.whatif.resources))
         self.whatif.shift_requested(rows, vectors)
-        return {}
+        return Failures()
 
 
 class _WholePods(_Moves):
@@ -477,10 +470,8 @@ class _WholePods(_Moves):
         self.framework = framework
         self.pod = pod
 
-    def take_off_lower(
-        self, rows: IntArray, memos: Sequence[_RowPods], priority: int
-    ) -> dict[int, Status]:
-        failures: dict[int, Status] = {}
+    def take_off_lower(self, rows: IntArray, memos: Sequence[_RowPods], priority: int) -> Failures:
+        failures = Failures()
         for i, memo in enumerate(memos):
             lower = [
                 (p, v)
@@ -493,20 +484,26 @@ class _WholePods(_Moves):
                     return failures
         return failures
 
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
             self.whatif.remove_pod(victim.key)
             node = NodeInfo(self.whatif, row)
             status = self.framework.run_pre_filter_remove_pod(self.state, self.pod, victim, node)
             if not status.is_success():
-                return {row: extension_failure(status)}
-        return {}
+                return _failed(row, extension_failure(status))
+        return Failures()
 
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> dict[int, Status]:
+    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
         for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
             node = NodeInfo(self.whatif, row)
             self.whatif.add_pod(victim, node.name)
             status = self.framework.run_pre_filter_add_pod(self.state, self.pod, victim, node)
             if not status.is_success():
-                return {row: extension_failure(status)}
-        return {}
+                return _failed(row, extension_failure(status))
+        return Failures()
+
+
+def _failed(row: int, status: Status) -> Failures:
+    failures = Failures()
+    failures.fail(row, status)
+    return failures
