@@ -18,7 +18,7 @@ Filter run judges the whole chunk per step; otherwise a group is one node,
 its pods are moved in full (pods, ports, requests) and reported to the
 PreFilter extensions on a clone of the cycle state. Both give kube's
 node-by-node answer; the chunked form is much the faster (``bench perf``
-PreemptionBasic: ~6x less CPU).
+PreemptionBasic at small scale: 32 CPU seconds node by node, 6 to 9 chunked).
 """
 
 from __future__ import annotations
