@@ -215,8 +215,9 @@ class DryRun:
         )
         positions: list[int] = []  # of the rows with potential victims
         memos: list[_RowPods] = []
+        generations = self.table.generation[rows].tolist()
         for position, row in enumerate(rows.tolist()):
-            memo = self._row_pods(row)
+            memo = self._row_pods(row, generations[position])
             if memo.min_priority >= pod.priority:
                 results[position] = ([], 0, Status.unresolvable(MSG_NO_VICTIMS))
             else:
@@ -293,8 +294,9 @@ class DryRun:
         pod that stays a victim; rows whose extensions or Filter broke are
         added to ``failures``.
         """
-        back = [(victim, vector) for victim, vector, _ in items]
-        failed = moves.put_back(rows, back)
+        pods = [victim for victim, _, _ in items]
+        vectors = _stack([vector for _, vector, _ in items], len(moves.whatif.resources))
+        failed = moves.put_back(rows, pods, vectors)
         if not failed:
             failed = self._filter(moves, pod, rows, nominated)
         rejected: list[int] = []
@@ -308,7 +310,7 @@ class DryRun:
                 rejected.append(a)
         if not rejected:
             return []
-        gone = moves.take_off(rows[rejected], [back[a] for a in rejected])
+        gone = moves.take_off(rows[rejected], [pods[a] for a in rejected], vectors[rejected])
         failures.update(gone)
         return [(a, items[a][0], items[a][2]) for a in rejected if int(rows[a]) not in gone]
 
@@ -354,14 +356,13 @@ class DryRun:
             (p, v, 0) for p, v in pairs if id(p) not in bad
         ]
 
-    def _row_pods(self, row: int) -> _RowPods:
+    def _row_pods(self, row: int, generation: int) -> _RowPods:
         """The pods on a live row with their priorities and vectors (memoised per row).
 
         Valid while the row holds the same pod objects in the same order,
         whatever its generation says.
         """
         table = self.table
-        generation = int(table.generation[row])
         memo = self._rows.get(row)
         on_row = table.pods[row]
         if (
@@ -410,8 +411,6 @@ def _stack(vectors: Sequence[IntArray], width: int) -> IntArray:
 
 # -- how pods leave and come back in the what-if ---------------------------------------------
 
-_Item = tuple[PodInfo, IntArray]  # a pod and its request vector
-
 
 class _Moves(ABC):
     """Takes pods off and puts them back on rows of the what-if table.
@@ -429,11 +428,11 @@ class _Moves(ABC):
         """Every pod of lower priority than ``priority`` off each row."""
 
     @abstractmethod
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
-        """One pod off each row."""
+    def take_off(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
+        """One pod off each row (``vectors``: their requests, one row each)."""
 
     @abstractmethod
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
+    def put_back(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
         """One pod back on each row."""
 
 
@@ -448,13 +447,11 @@ class _RequestVectors(_Moves):
         self.whatif.shift_requested(rows, -_stack(lower, len(self.whatif.resources)))
         return Failures()
 
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
-        vectors = _stack([v for _, v in pods], len(self.whatif.resources))
+    def take_off(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
         self.whatif.shift_requested(rows, -vectors)
         return Failures()
 
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
-        vectors = _stack([v for _, v in pods], len(self.whatif.resources))
+    def put_back(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
         self.whatif.shift_requested(rows, vectors)
         return Failures()
 
@@ -471,21 +468,17 @@ class _WholePods(_Moves):
         self.pod = pod
 
     def take_off_lower(self, rows: IntArray, memos: Sequence[_RowPods], priority: int) -> Failures:
-        failures = Failures()
         for i, memo in enumerate(memos):
-            lower = [
-                (p, v)
-                for p, v in zip(memo.pods, memo.vectors, strict=True)
-                if p.priority < priority
-            ]
-            for item in lower:
-                failures.update(self.take_off(rows[i : i + 1], [item]))
+            for j, victim in enumerate(memo.pods):
+                if victim.priority >= priority:
+                    continue
+                failures = self.take_off(rows[i : i + 1], [victim], memo.vectors[j : j + 1])
                 if failures:
                     return failures
-        return failures
+        return Failures()
 
-    def take_off(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
-        for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
+    def take_off(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
+        for row, victim in zip(rows.tolist(), pods, strict=True):
             self.whatif.remove_pod(victim.key)
             node = NodeInfo(self.whatif, row)
             status = self.framework.run_pre_filter_remove_pod(self.state, self.pod, victim, node)
@@ -493,8 +486,8 @@ class _WholePods(_Moves):
                 return _failed(row, extension_failure(status))
         return Failures()
 
-    def put_back(self, rows: IntArray, pods: Sequence[_Item]) -> Failures:
-        for row, (victim, _) in zip(rows.tolist(), pods, strict=True):
+    def put_back(self, rows: IntArray, pods: Sequence[PodInfo], vectors: IntArray) -> Failures:
+        for row, victim in zip(rows.tolist(), pods, strict=True):
             node = NodeInfo(self.whatif, row)
             self.whatif.add_pod(victim, node.name)
             status = self.framework.run_pre_filter_add_pod(self.state, self.pod, victim, node)
