@@ -60,9 +60,11 @@ class Failures:
         self._statuses[row] = status
 
     def reject(self, rows: Iterable[int], diagnosis: Diagnosis) -> None:
-        for row in rows:
-            self._statuses.pop(row, None)
-            self._rejected[row] = diagnosis
+        rejected = dict.fromkeys(rows, diagnosis)
+        if self._statuses:
+            for row in rejected:
+                self._statuses.pop(row, None)
+        self._rejected.update(rejected)
 
     def update(self, other: Failures) -> None:
         for row, status in other._statuses.items():
@@ -73,10 +75,17 @@ class Failures:
     def has_error(self) -> bool:
         return any(s.code is Code.ERROR for s in self._statuses.values())
 
-    def error(self, row: int) -> Status | None:
-        """The Error status of a failed extension or Filter run on ``row`` (not a rejection)."""
-        status = self._statuses.get(row)
-        return status if status is not None and status.code is Code.ERROR else None
+    def split(self) -> tuple[dict[int, Status], list[int]]:
+        """The rows where an extension or a Filter run failed (with their Error) and
+        the rows Filter rejected."""
+        errors: dict[int, Status] = {}
+        rejected = list(self._rejected)
+        for row, status in self._statuses.items():
+            if status.code is Code.ERROR:
+                errors[row] = status
+            else:
+                rejected.append(row)
+        return errors, rejected
 
     def status(self, row: int) -> Status | None:
         """Why ``row`` fails (its first rejection, as a node-by-node run gives); None: passes."""
@@ -113,14 +122,18 @@ def filter_with_nominated(
     *,
     recheck_without: bool = True,
 ) -> Failures:
-    """Which of ``rows`` fail Filter with their ``nominated`` pods counted (pass 1) or,
-    where there were some and ``recheck_without``, without them (pass 2).
+    """Which of ``rows`` fail Filter with their ``nominated`` pods (non-empty lists by
+    row) counted (pass 1) or, where there were some and ``recheck_without``, without
+    them (pass 2).
 
     ``table`` is the what-if copy the rows are judged in (it is left as it
     was given); ``state`` is not changed. The scheduling cycle passes
     ``recheck_without=False``: its normal Filter run is pass 2. A Filter
     run that fails charges its status to every row it judged.
     """
+    loaded = [row for row in rows.tolist() if row in nominated] if nominated else []
+    if not loaded:  # nothing to add: one plain Filter run, whatever the extensions
+        return _judge(framework, state, pod, NodeSet(table, rows))
     if framework.filters_read_requested_only(state):
         failures = _first_pass(framework, state, pod, table, rows, nominated, extensions=False)
     else:
@@ -131,7 +144,7 @@ def filter_with_nominated(
                 _first_pass(framework, state, pod, table, one, nominated, extensions=True)
             )
     if recheck_without:
-        again = [r for r in rows.tolist() if nominated.get(r) and r not in failures]
+        again = [r for r in loaded if r not in failures]
         if again:
             failures.update(
                 _judge(framework, state, pod, NodeSet(table, np.asarray(again, dtype=np.int64)))
@@ -151,7 +164,7 @@ def _first_pass(
 ) -> Failures:
     """Filter ``rows`` with their nominated pods added to ``table`` (and, with
     ``extensions``, through AddPod to a clone of ``state``); the pods go again after."""
-    loaded = [row for row in rows.tolist() if nominated.get(row)]
+    loaded = [row for row in rows.tolist() if row in nominated]
     trial = state.clone() if extensions and loaded else state
     added: list[str] = []
     try:

@@ -48,6 +48,7 @@ class WhatIfTable(NodeTable):
         self.ports = list(base.ports)
         self._owned: set[int] = set()  # rows whose pods and ports are copies
         self._edited: set[int] = set()  # rows that may differ from the base
+        self._shifted: list[IntArray] = []  # more such rows, as shift_requested got them
         self._moved: dict[str, str | None] = {}  # pod key -> node here (None: on none)
 
     @property
@@ -130,12 +131,15 @@ class WhatIfTable(NodeTable):
         self.requested[rows] += delta
         self.generation[rows] = next(self._stamps)
         self.version += 1
-        self._edited.update(rows.tolist())
+        self._shifted.append(rows)
 
     # -- back to the base -----------------------------------------------------------
 
     def revert(self) -> None:
         """Undo every edit: the rows read as the base's again (with the base's stamps)."""
+        if self._shifted:
+            self._edited.update(np.concatenate(self._shifted).tolist())
+            self._shifted.clear()
         if self._edited:
             rows = np.fromiter(self._edited, dtype=np.int64, count=len(self._edited))
             width = self.base.requested.shape[1]

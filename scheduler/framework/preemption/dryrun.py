@@ -245,31 +245,37 @@ class DryRun:
         nominated: Mapping[int, Sequence[PodInfo]],
     ) -> list[VictimsResult]:
         count = len(target)
+        rows = target.tolist()
         failures = moves.take_off_lower(target, memos, pod.priority)
         if not failures:
             failures = self._filter(moves, pod, target, nominated)
         plans: dict[int, _Plan] = {}
         mixed: set[int] = set()
         for j in range(count):
-            if int(target[j]) not in failures:
+            if rows[j] not in failures:
                 plans[j] = self._plan(memos[j], pod.priority, budgets, now_ns, j, mixed)
         victims: list[list[PodInfo]] = [[] for _ in range(count)]
         violations = [0] * count
+        broken: set[int] = set()  # rows whose extensions or Filter broke in a round
         k = 0
         active = list(plans)
         while active:
-            active = [j for j in active if len(plans[j]) > k and int(target[j]) not in failures]
+            active = [j for j in active if len(plans[j]) > k and rows[j] not in broken]
             if active:
-                for j, victim, violates in self._reprieve_round(
-                    moves, pod, target[active], [plans[j][k] for j in active], failures, nominated
-                ):
-                    victims[active[j]].append(victim)
-                    violations[active[j]] += violates
+                kept, errors = self._reprieve_round(
+                    moves, pod, target[active], [plans[j][k] for j in active], nominated
+                )
+                for a, victim, violates in kept:
+                    victims[active[a]].append(victim)
+                    violations[active[a]] += violates
+                for row, error in errors.items():
+                    broken.add(row)
+                    failures.fail(row, error)
             k += 1
         key = importance_key(now_ns)
         results: list[VictimsResult] = []
         for j in range(count):
-            failure = failures.status(int(target[j]))
+            failure = failures.status(rows[j])
             if failure is not None:
                 results.append(([], 0, failure))
                 continue
@@ -285,34 +291,28 @@ class DryRun:
         pod: PodInfo,
         rows: IntArray,
         items: Sequence[tuple[PodInfo, IntArray, int]],
-        failures: Failures,
         nominated: Mapping[int, Sequence[PodInfo]],
-    ) -> list[tuple[int, PodInfo, int]]:
+    ) -> tuple[list[tuple[int, PodInfo, int]], dict[int, Status]]:
         """Put one pod back on each of ``rows``; those that then leave no room go again.
 
         Returns (index in ``rows``, victim, 1 if it violates a budget) for each
-        pod that stays a victim; rows whose extensions or Filter broke are
-        added to ``failures``.
+        pod that stays a victim, and the Error of each row whose extensions or
+        Filter broke.
         """
         pods = [victim for victim, _, _ in items]
         vectors = _stack([vector for _, vector, _ in items], len(moves.whatif.resources))
         failed = moves.put_back(rows, pods, vectors)
         if not failed:
             failed = self._filter(moves, pod, rows, nominated)
-        rejected: list[int] = []
-        for a, row in enumerate(rows.tolist()):
-            if row not in failed:
-                continue
-            error = failed.error(row)
-            if error is not None:  # an extension (or Filter) broke on this node
-                failures.fail(row, error)
-            else:
-                rejected.append(a)
-        if not rejected:
-            return []
+        errors, rejected_rows = failed.split()
+        if not rejected_rows:
+            return [], errors
+        rejected = np.flatnonzero(np.isin(rows, rejected_rows))
         gone = moves.take_off(rows[rejected], [pods[a] for a in rejected], vectors[rejected])
-        failures.update(gone)
-        return [(a, items[a][0], items[a][2]) for a in rejected if int(rows[a]) not in gone]
+        if gone:  # only one row is moved in full at a time
+            errors.update(gone.split()[0])
+            return [], errors
+        return [(a, items[a][0], items[a][2]) for a in rejected.tolist()], errors
 
     def _filter(
         self,
@@ -403,10 +403,15 @@ class DryRun:
 
 
 def _stack(vectors: Sequence[IntArray], width: int) -> IntArray:
-    """Vectors as the rows of a matrix; those made before a column was added are padded."""
-    if any(len(v) != width for v in vectors):
-        vectors = [np.pad(v, (0, width - len(v))) for v in vectors]
-    return np.stack(vectors)
+    """Vectors as the rows of a ``width``-column matrix; those made before a column was
+    added are padded."""
+    try:
+        matrix = np.stack(vectors)
+    except ValueError:  # of different lengths
+        matrix = np.stack([np.pad(v, (0, width - len(v))) for v in vectors])
+    if matrix.shape[1] < width:
+        matrix = np.pad(matrix, ((0, 0), (0, width - matrix.shape[1])))
+    return matrix
 
 
 # -- how pods leave and come back in the what-if ---------------------------------------------
