@@ -194,9 +194,19 @@ def _judge(framework: Framework, state: CycleState, pod: PodInfo, nodes: NodeSet
         for row in nodes.rows.tolist():
             failures.fail(row, outcome.status)
         return failures
-    rejected = nodes.rows[~np.isin(nodes.rows, outcome.feasible.rows)]
-    failures.reject(rejected.tolist(), outcome.diagnosis)
+    failures.reject(_left_out(nodes.rows, outcome.feasible.rows), outcome.diagnosis)
     return failures
+
+
+def _left_out(rows: IntArray, kept: IntArray) -> list[int]:
+    """``rows`` not in ``kept`` (a Filter run's feasible rows: a subsequence of them)."""
+    if len(kept) == len(rows):
+        return []
+    if not len(kept):
+        everything: list[int] = rows.tolist()
+        return everything
+    keep = set(kept.tolist())
+    return [row for row in rows.tolist() if row not in keep]
 
 
 def nominated_rows(

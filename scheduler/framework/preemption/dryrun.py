@@ -26,7 +26,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import ClassVar, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,8 @@ IntArray = npt.NDArray[np.int64]
 
 # Nodes evaluated beyond those still needed, per chunk.
 BATCH_MARGIN = 16
+
+_NO_VECTORS: IntArray = np.zeros((0, 0), dtype=np.int64)
 
 # A pod to put back in a reprieve round: the pod, its request vector, 1 if it violates a budget.
 _Plan = list[tuple[PodInfo, IntArray, int]]
@@ -300,19 +302,28 @@ class DryRun:
         Filter broke.
         """
         pods = [victim for victim, _, _ in items]
-        vectors = _stack([vector for _, vector, _ in items], len(moves.whatif.resources))
+        vectors = (
+            _stack([vector for _, vector, _ in items], len(moves.whatif.resources))
+            if moves.by_vectors
+            else _NO_VECTORS
+        )
         failed = moves.put_back(rows, pods, vectors)
         if not failed:
             failed = self._filter(moves, pod, rows, nominated)
         errors, rejected_rows = failed.split()
         if not rejected_rows:
             return [], errors
-        rejected = np.flatnonzero(np.isin(rows, rejected_rows))
-        gone = moves.take_off(rows[rejected], [pods[a] for a in rejected], vectors[rejected])
+        if len(rejected_rows) == len(rows):
+            rejected = list(range(len(rows)))
+        else:
+            marked = set(rejected_rows)
+            rejected = [a for a, row in enumerate(rows.tolist()) if row in marked]
+        back = vectors[rejected] if moves.by_vectors else _NO_VECTORS
+        gone = moves.take_off(rows[rejected], [pods[a] for a in rejected], back)
         if gone:  # only one row is moved in full at a time
             errors.update(gone.split()[0])
             return [], errors
-        return [(a, items[a][0], items[a][2]) for a in rejected.tolist()], errors
+        return [(a, items[a][0], items[a][2]) for a in rejected], errors
 
     def _filter(
         self,
@@ -424,6 +435,9 @@ class _Moves(ABC):
     Error status that aborts their evaluation.
     """
 
+    #: Whether the moves read the pods' request vectors (else they get ``_NO_VECTORS``).
+    by_vectors: ClassVar[bool] = True
+
     def __init__(self, whatif: WhatIfTable, state: CycleState) -> None:
         self.whatif = whatif
         self.state = state  # what Filter runs with
@@ -464,6 +478,8 @@ class _RequestVectors(_Moves):
 class _WholePods(_Moves):
     """Pods moved in full (pods, ports, requests) and reported to the PreFilter
     AddPod/RemovePod extensions on the node's own clone of the cycle state."""
+
+    by_vectors: ClassVar[bool] = False
 
     def __init__(
         self, whatif: WhatIfTable, state: CycleState, framework: Framework, pod: PodInfo
