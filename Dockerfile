@@ -1,13 +1,10 @@
-# syntax=docker/dockerfile:1
-#
 # pluggable-scheduler container image.
 #
 #   docker build -t pluggable-scheduler:dev .
 #   docker build --build-arg EXTRA_PLUGINS="scheduler-plugin-foo==1.2.0" -t my-scheduler .
 #
-# Two stages on the same slim Python base, python-base (the virtualenv's
-# interpreter is the base image's /usr/local/bin/python3.11, so both stages
-# must use the same one):
+# Two stages on the same Python base, BASE_IMAGE (the virtualenv's interpreter
+# is the base image's python3, so both stages must use the same one):
 #
 # - builder: installs the runtime dependencies from requirements.lock with
 #   --require-hashes (binary wheels only), builds our wheel with the hash-pinned
@@ -26,13 +23,34 @@
 #   The virtualenv is owned by root and read-only for the scheduler's user, so
 #   only such a build (as root) can change it, never the running scheduler.
 #
+# Where pip gets packages: PyPI, unless pip's own variables are given as build
+# arguments (PIP_INDEX_URL for a mirror or private index, PIP_FIND_LINKS for a
+# wheelhouse served over HTTP, PIP_NO_INDEX=1 to use only those), e.g.
+#   docker build --network host --build-arg PIP_NO_INDEX=1 \
+#       --build-arg PIP_FIND_LINKS=http://127.0.0.1:8080/ -t pluggable-scheduler:dev .
+# They exist only while building and are not kept in the image's environment;
+# pass no credentials this way (docker history shows build arguments).
+#
+# No registry is needed but the base image's: no `# syntax=` line (a frontend
+# image BuildKit would pull) and no RUN --mount, which the classic builder rejects.
+#
 # requirements.lock is regenerated with tools/lock-requirements.sh.
 
-# The one base of both stages. Pin it by digest for bit-for-bit rebuilds:
+# The one base of both stages: any image with python3 (3.11) and its venv
+# module, e.g. one made without a registry from `debootstrap` and `docker import`
+# (tests/image/). Pin it by digest for bit-for-bit rebuilds:
 # python:3.11-slim-bookworm@sha256:...
-FROM python:3.11-slim-bookworm AS python-base
+# checkov:skip=CKV_DOCKER_7:The base is a build argument whose default is a version tag; an image made without a registry can stand in for it
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE} AS python-base
 
 FROM python-base AS builder
+
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_FIND_LINKS
+ARG PIP_NO_INDEX
+ARG PIP_TRUSTED_HOST
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -40,8 +58,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     VIRTUAL_ENV=/opt/pluggable-scheduler \
     PATH=/opt/pluggable-scheduler/bin:$PATH
 
-RUN python -m venv /opt/pluggable-scheduler \
-    && python -m venv /opt/build
+RUN python3 -m venv /opt/pluggable-scheduler \
+    && python3 -m venv /opt/build
 
 WORKDIR /src
 
@@ -53,16 +71,21 @@ RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requireme
 
 COPY pyproject.toml README.md ./
 COPY scheduler ./scheduler
-# Our wheel, built offline with the pinned backend, installed without touching the locked deps.
+# Our wheel, built offline with the pinned backend, installed without touching
+# the locked deps. By name from /wheels, not by path: pip records a path as a
+# direct URL (PEP 610), and `pip freeze` in a derived image would then print
+# `pluggable-scheduler @ file:///wheels/...`, a constraint no later build can meet.
+# (DL3013: the name is pinned by /wheels holding exactly the wheel built here.)
+# hadolint ignore=DL3013
 RUN /opt/build/bin/pip wheel --no-cache-dir --no-build-isolation --no-deps --wheel-dir /wheels . \
-    && pip install --no-cache-dir --no-deps /wheels/*.whl
+    && pip install --no-cache-dir --no-deps --no-index --find-links /wheels pluggable-scheduler
 
 # Optional plugins, as pip requirement specifiers (names, pins, URLs, or paths
 # under plugins-contrib/ of the build context), e.g.
 #   --build-arg EXTRA_PLUGINS="scheduler-plugin-foo==1.2.0 ./plugins-contrib/scheduler-plugin-bar"
-# The installed (locked) versions are constraints: a plugin that needs a
-# different version of one of our dependencies fails the build instead of
-# silently replacing it.
+# The installed versions (the scheduler's and its locked dependencies') are
+# constraints: a plugin that needs a different version of one of them fails the
+# build instead of silently replacing it.
 # Every installed plugin must load (deploy/docker/check-plugins.py): the
 # build fails on a plugin's load error instead of the scheduler's start-up.
 ARG EXTRA_PLUGINS=""
@@ -70,11 +93,11 @@ COPY plugins-contrib ./plugins-contrib
 COPY deploy/docker/check-plugins.py /usr/local/bin/check-plugins.py
 # EXTRA_PLUGINS is split into words on purpose (several specifiers); the user pins them.
 RUN if [ -n "${EXTRA_PLUGINS}" ]; then \
-        pip freeze --exclude pluggable-scheduler > /tmp/constraints.txt \
+        pip freeze > /tmp/constraints.txt \
         && pip install --no-cache-dir -c /tmp/constraints.txt ${EXTRA_PLUGINS} \
         && rm /tmp/constraints.txt; \
     fi \
-    && python /usr/local/bin/check-plugins.py
+    && python3 /usr/local/bin/check-plugins.py
 
 
 FROM python-base
@@ -105,13 +128,15 @@ ENV VIRTUAL_ENV=/opt/pluggable-scheduler \
 USER 65532:65532
 WORKDIR /
 
-# /healthz, /livez, /readyz and /metrics (pluggableScheduler.serverAddress).
+# /healthz, /livez, /readyz and /metrics: the default pluggableScheduler.serverAddress.
 EXPOSE 10259
 
-# For `docker run`; Kubernetes uses the Deployment's probes instead. Python's
-# urllib, because the slim image has no curl.
+# For `docker run`; Kubernetes uses the Deployment's probes instead. The probe
+# reads the running daemon's own --config and asks /livez at its
+# pluggableScheduler.serverAddress, so moving the port in the config does not
+# make a healthy scheduler unhealthy (scheduler/observability/healthcheck.py).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:10259/livez', timeout=4).status != 200)"]
+    CMD ["python3", "-m", "scheduler.observability.healthcheck"]
 
 ENTRYPOINT ["pluggable-scheduler"]
 CMD ["run", "--config", "/etc/pluggable-scheduler/config.yaml"]

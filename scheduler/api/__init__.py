@@ -20,6 +20,7 @@ registered in the plugin distribution's ``pyproject.toml``::
     OnlyLinux = "my_package.plugin:OnlyLinux"
 """
 
+from scheduler.api.binding import BindOutcome, BindResult, bind_pod, binding_body
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.events import (
     ActionType,
@@ -55,6 +56,8 @@ __all__ = [
     "MIN_NODE_SCORE",
     "PLUGIN_API_VERSION",
     "ActionType",
+    "BindOutcome",
+    "BindResult",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
@@ -86,6 +89,8 @@ __all__ = [
     "Taint",
     "Toleration",
     "WaitingPod",
+    "bind_pod",
+    "binding_body",
     "hookimpl",
     "hookspec",
     "parse_quantity",

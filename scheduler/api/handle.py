@@ -121,6 +121,16 @@ class Handle(Protocol):
     def activate_pods(self, pods: list[PodInfo]) -> None:
         """Move these pods from backoff/unschedulable to the active queue."""
 
+    def record_preemption_attempt(self) -> None:
+        """Count one preemption attempt (kube's ``scheduler_preemption_attempts_total``).
+
+        A preemption PostFilter calls it every time it runs, as kube's
+        DefaultPreemption does.
+        """
+
+    def record_preemption_victims(self, victims: int) -> None:
+        """Observe how many pods the chosen preemption evicts (``scheduler_preemption_victims``)."""
+
     def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
         """Pods holding a nomination (they won a preemption), by node name.
 

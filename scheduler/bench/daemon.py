@@ -168,8 +168,8 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 async def _bench(args: argparse.Namespace) -> int:
     from scheduler.config.loading import load_config
+    from scheduler.daemon.daemon import Daemon
     from scheduler.emulator.kubeconfig import write_kubeconfig
-    from scheduler.engine.daemon import Daemon
     from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
     from scheduler.observability.logging import QUIET, configure_logging

@@ -22,10 +22,12 @@ from scheduler.errors import UserError
 from scheduler.framework.loader import PluginCatalog
 
 
-async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> int:
+async def run_daemon(
+    config: SchedulerConfiguration, kubeconfig: str | None, config_path: Path | None = None
+) -> int:
     from kubernetes_asyncio.config import ConfigException
 
-    from scheduler.engine.daemon import Daemon
+    from scheduler.daemon.daemon import Daemon
     from scheduler.kube.client import KubeClient
 
     # The daemon keeps every pod of the cluster: millions of long-lived
@@ -68,6 +70,8 @@ async def run_daemon(config: SchedulerConfiguration, kubeconfig: str | None) -> 
             client,
             freeze_gc_after_sync=True,
             control_client=control_client,
+            config_path=config_path,
+            rediscover=PluginCatalog.discover,  # distributions installed since start-up too
         )
         return await daemon.run()
     finally:
@@ -137,7 +141,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_listen_address(
         config.pluggable_scheduler.server_address, "pluggableScheduler.serverAddress"
     )
-    return asyncio.run(run_daemon(config, args.kubeconfig))
+    config_path = Path(args.config) if args.config else None
+    return asyncio.run(run_daemon(config, args.kubeconfig, config_path))
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -148,7 +153,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "clientConnection.kubeconfig, or in-cluster config). Exits non-zero when "
         "it loses its leader lease, as kube-scheduler does (1), and with 3 when a "
         "plugin hook held it past pluggableScheduler.shutdownGracePeriod after "
-        "SIGTERM.",
+        "SIGTERM. Changes to the --config file are applied while it runs (see "
+        "pluggableScheduler.configReloadPeriod).",
     )
     add_config_option(parser)
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")

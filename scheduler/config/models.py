@@ -417,6 +417,21 @@ class SchedulerExtensions(_ConfigModel):
         "renewed (they run on a thread of their own).",
     )
 
+    config_reload_period: GoDuration = Field(
+        default=5.0,
+        json_schema_extra=_shown(5.0),
+        ge=0,
+        le=3600,
+        description="How often `run` reads its `--config` file for changes (a mounted "
+        "ConfigMap is updated in place by the kubelet). A changed file is validated, "
+        "plugins it newly enables are loaded, and its profiles, plugin args, weights, "
+        "budgets, circuit breaker and backoffs take effect between two scheduling cycles, "
+        "keeping the lease and the queue; an invalid one leaves the running config in "
+        "place and is reported (log, event on the scheduler's Pod, "
+        "`scheduler_config_last_reload_successful`). Other fields, this one included, "
+        "need a restart. `0s` turns reloading off.",
+    )
+
     @field_validator("server_address")
     @classmethod
     def _check_address(cls, value: str) -> str:

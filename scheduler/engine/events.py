@@ -8,6 +8,7 @@ that were rejected for lack of CPU.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from scheduler.api.events import ActionType, ClusterEvent, Resource
@@ -59,3 +60,34 @@ POD_DELETE = ClusterEvent(Resource.POD, ActionType.DELETE)
 UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD)
 UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE)
 UNSCHEDULED_POD_DELETE = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.DELETE)
+
+
+# kube's names of the resources whose Resource value here differs.
+_KUBE_RESOURCE: dict[str, str] = {
+    Resource.POD: "AssignedPod",
+    Resource.UNSCHEDULED_POD: "UnschedulablePod",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def event_label(event: ClusterEvent) -> str:
+    """kube-scheduler's label of ``event`` (``ClusterEvent.Label()``), e.g. ``NodeAdd``.
+
+    The ``event`` label of ``scheduler_queue_incoming_pods_total``: resource
+    then action, as ``AssignedPodDelete`` or ``NodeUpdateNodeLabel``. An
+    update that changed several things at once (kube sends one event per
+    kind of change) is labelled ``Update``.
+    """
+    if event.label:
+        return event.label
+    resource = _KUBE_RESOURCE.get(event.resource, str(event.resource))
+    action = event.action
+    if action == ActionType.ALL:
+        name = "All"
+    elif action.name is not None and "|" not in action.name and action != ActionType.UPDATE:
+        name = "".join(part.capitalize() for part in action.name.split("_"))
+    elif action & ~ActionType.UPDATE:
+        name = "All"
+    else:
+        name = "Update"
+    return f"{resource}{name}"

@@ -43,6 +43,7 @@ from typing import Any
 
 from scheduler.api.events import ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.api.status import Status
+from scheduler.engine.events import event_label
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 # kube-scheduler: unschedulable pods are flushed to the active queue after this
@@ -58,6 +59,31 @@ ACTIVE, BACKOFF, UNSCHEDULABLE, GATED, IN_FLIGHT = (
     "gated",
     "in_flight",
 )
+
+# Why a pod entered a queue: kube-scheduler's labels of
+# scheduler_queue_incoming_pods_total (pkg/scheduler/framework/events.go).
+POD_ADD = "UnschedulablePodAdd"
+POD_UPDATE = "UnschedulablePodUpdate"
+ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF = "PopFromBackoffQ"
+FORCE_ACTIVATE = "ForceActivate"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+#: Not in kube-scheduler, which cannot change its config while running.
+CONFIG_RELOAD = "ConfigReload"
+
+#: The queue label of the metric for each place: kube keeps gated pods in its
+#: unschedulable pool, so entering it counts as "unschedulable" once.
+_METRIC_QUEUE: dict[str, str] = {
+    ACTIVE: "active",
+    BACKOFF: "backoff",
+    UNSCHEDULABLE: "unschedulable",
+    GATED: "unschedulable",
+}
+
+Incoming = Callable[[Any, str], None]
+"""``incoming(queue, event)``: a pod entered ``queue`` ("active", "backoff" or
+"unschedulable") because of ``event``."""
 
 
 @dataclass(slots=True)
@@ -151,6 +177,8 @@ class SchedulingQueue:
         self._in_flight_events: list[_InFlightEvent] = []
         self._updated_in_flight: set[str] = set()
         self.on_change: Callable[[], None] | None = None
+        #: Told of every pod entering a queue, with why (the daemon's metric).
+        self.on_incoming: Incoming | None = None
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -193,7 +221,8 @@ class SchedulingQueue:
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         return info.timestamp + self.backoff_duration(info)
 
-    def _put(self, info: QueuedPodInfo, where: str) -> None:
+    def _put(self, info: QueuedPodInfo, where: str, event: str | None = None) -> None:
+        """Place the pod; ``event`` says why, for a pod entering a queue (None: it stays)."""
         key = info.pod.key
         if key in self._in_flight_since and where != IN_FLIGHT:
             self._leave_flight(key)
@@ -202,6 +231,12 @@ class SchedulingQueue:
         previous = self._entries.get(key)
         if previous is not None:
             self._counts[previous.where] -= 1
+        if event is not None and self.on_incoming is not None:
+            queue = _METRIC_QUEUE.get(where)
+            if queue is not None and (
+                previous is None or _METRIC_QUEUE.get(previous.where) != queue
+            ):
+                self.on_incoming(queue, event)
         self._counts[where] += 1
         self._entries[key] = _Entry(info, where, now, token)
         if where in (UNSCHEDULABLE, GATED):
@@ -231,6 +266,57 @@ class SchedulingQueue:
         if events and events[0].seq <= oldest:
             self._in_flight_events = [e for e in events if e.seq > oldest]
 
+    # -- reconfiguration (config reload) --------------------------------------------
+
+    def reconfigure(
+        self,
+        sort_key: SortKey,
+        events: EventMap,
+        *,
+        initial_backoff: float,
+        max_backoff: float,
+    ) -> int:
+        """Take a reloaded config's QueueSort, event registrations and backoffs.
+
+        activeQ is re-ordered by the new key, and every pod parked by a
+        rejection or held at PreEnqueue is given another try (PreEnqueue runs
+        again, backoff still applies): it was judged by plugins, weights or
+        args that may no longer be in force, and no cluster event would tell
+        it so. Returns how many parked pods moved.
+        """
+        self._sort_key = sort_key
+        self._events = {plugin: list(evs) for plugin, evs in events.items()}
+        self._interest.clear()
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        active = [
+            self._entries[key]
+            for _, token, key in self._active
+            if self._current(key, token, ACTIVE)
+        ]
+        self._active = [(sort_key(e.info), e.token, e.info.pod.key) for e in active]
+        heapq.heapify(self._active)
+        backoff = [
+            self._entries[key]
+            for _, token, key in self._backoff
+            if self._current(key, token, BACKOFF)
+        ]
+        self._backoff = [(self._backoff_expiry(e.info), e.token, e.info.pod.key) for e in backoff]
+        heapq.heapify(self._backoff)
+        moved = 0
+        for key in list(self._pool):
+            entry = self._entries[key]
+            if entry.where == GATED:
+                if not self._pre_enqueue(entry.info.pod).is_success():
+                    continue
+                self._release(entry.info, CONFIG_RELOAD)
+            else:
+                self._requeue(entry.info, CONFIG_RELOAD)
+            moved += key not in self._pool
+        self._ready.set()
+        self._changed()
+        return moved
+
     # -- pod lifecycle (informer events) -----------------------------------------
 
     def add(self, pod: PodInfo) -> None:
@@ -240,15 +326,15 @@ class SchedulingQueue:
             return
         info = QueuedPodInfo(pod=pod, timestamp=self._clock())
         self._set_nomination(pod.key, pod, pod.nominated_node_name)
-        self._enqueue_checked(info)
+        self._enqueue_checked(info, POD_ADD)
 
-    def _enqueue_checked(self, info: QueuedPodInfo) -> None:
+    def _enqueue_checked(self, info: QueuedPodInfo, event: str) -> None:
         status = self._pre_enqueue(info.pod)
         if status.is_success():
-            self._put(info, ACTIVE)
+            self._put(info, ACTIVE, event)
         else:
             info.unschedulable_plugins = {status.plugin} if status.plugin else set()
-            self._put(info, GATED)
+            self._put(info, GATED, event)
 
     def update(self, pod: PodInfo) -> None:
         """The pod changed: keep its place, but a change may make it schedulable."""
@@ -265,9 +351,9 @@ class SchedulingQueue:
             # a gated one is re-checked by PreEnqueue. The timestamp stays: the
             # backoff still counts from the last attempt (kube's Update).
             if entry.where == GATED:
-                self._enqueue_checked(info)
+                self._enqueue_checked(info, POD_UPDATE)
             else:
-                self._requeue(info)
+                self._requeue(info, POD_UPDATE)
         elif entry.where == ACTIVE:
             self._put(info, ACTIVE)  # the sort key may have changed
         elif entry.where == IN_FLIGHT and changed:
@@ -348,9 +434,11 @@ class SchedulingQueue:
                 return self._take(self._entries[key])
         if self.pop_from_backoff:
             entry = self._earliest_unschedulable_backoff()
-            while entry is not None and not self._passes_pre_enqueue(entry.info):
+            while entry is not None and not self._passes_pre_enqueue(entry.info, POP_FROM_BACKOFF):
                 entry = self._earliest_unschedulable_backoff()
             if entry is not None:
+                if self.on_incoming is not None:
+                    self.on_incoming("active", POP_FROM_BACKOFF)  # kube counts it as activeQ's
                 return self._take(entry)
         return None
 
@@ -402,10 +490,6 @@ class SchedulingQueue:
         self._closed = True
         self._ready.set()
 
-    def done_success(self, key: str) -> None:
-        """The pod was bound; it is no longer the queue's."""
-        self.delete(key)
-
     def requeue_unschedulable(self, info: QueuedPodInfo, plugins: set[str]) -> None:
         """After a rejection: to the unschedulable pool, or to backoff if something
         that happened while the pod was in flight may help it (see the module doc)."""
@@ -417,9 +501,9 @@ class SchedulingQueue:
         info.timestamp = self._clock()
         self._unschedulable_counts[key] = self._unschedulable_counts.get(key, 0) + 1
         if self._helped_in_flight(info):
-            self._requeue(info)
+            self._requeue(info, ATTEMPT_FAILURE)
         else:
-            self._put(info, UNSCHEDULABLE)
+            self._put(info, UNSCHEDULABLE, ATTEMPT_FAILURE)
 
     def _helped_in_flight(self, info: QueuedPodInfo) -> bool:
         key = info.pod.key
@@ -440,23 +524,23 @@ class SchedulingQueue:
             return
         info.consecutive_errors += 1
         info.timestamp = self._clock()
-        self._put(info, BACKOFF)
+        self._put(info, BACKOFF, ATTEMPT_FAILURE)
 
-    def _requeue(self, info: QueuedPodInfo) -> None:
+    def _requeue(self, info: QueuedPodInfo, event: str) -> None:
         # kube's moveToActiveQ/moveToBackoffQ run PreEnqueue again: a plugin
         # may hold a pod back for a while (DefaultPreemption while the pod's
         # victims are being deleted); the next event re-checks it.
-        if self._passes_pre_enqueue(info):
-            self._release(info)
+        if self._passes_pre_enqueue(info, event):
+            self._release(info, event)
 
-    def _release(self, info: QueuedPodInfo) -> None:
+    def _release(self, info: QueuedPodInfo, event: str) -> None:
         """A gated pod that passed PreEnqueue: backoffQ while its backoff lasts, else activeQ."""
         if self._clock() < self._backoff_expiry(info):
-            self._put(info, BACKOFF)
+            self._put(info, BACKOFF, event)
         else:
-            self._put(info, ACTIVE)
+            self._put(info, ACTIVE, event)
 
-    def _passes_pre_enqueue(self, info: QueuedPodInfo) -> bool:
+    def _passes_pre_enqueue(self, info: QueuedPodInfo, event: str) -> bool:
         """PreEnqueue for a pod moving towards activeQ; a rejected one goes to the gated pool."""
         status = self._pre_enqueue(info.pod)
         if status.is_success():
@@ -466,7 +550,7 @@ class SchedulingQueue:
         # gate's events).
         if not info.unschedulable_plugins:
             info.unschedulable_plugins = {status.plugin} if status.plugin else set()
-        self._put(info, GATED)
+        self._put(info, GATED, event)
         return False
 
     def flush_backoff_completed(self) -> None:
@@ -475,8 +559,8 @@ class SchedulingQueue:
             _, token, key = heapq.heappop(self._backoff)
             if self._current(key, token, BACKOFF):
                 info = self._entries[key].info
-                if self._passes_pre_enqueue(info):
-                    self._put(info, ACTIVE)
+                if self._passes_pre_enqueue(info, BACKOFF_COMPLETE):
+                    self._put(info, ACTIVE, BACKOFF_COMPLETE)
 
     def flush_unschedulable_leftover(self) -> None:
         """Retry pods left in the unschedulable pool too long; re-check long-gated ones.
@@ -493,9 +577,9 @@ class SchedulingQueue:
             ):
                 continue
             if entry.where == UNSCHEDULABLE:
-                self._requeue(entry.info)
+                self._requeue(entry.info, UNSCHEDULABLE_TIMEOUT)
             elif self._pre_enqueue(entry.info.pod).is_success():
-                self._release(entry.info)
+                self._release(entry.info, UNSCHEDULABLE_TIMEOUT)
 
     # -- cluster events ------------------------------------------------------------
 
@@ -511,6 +595,7 @@ class SchedulingQueue:
         if not self._pool:
             return 0
         interested = self._interested(event)
+        label = event_label(event)
         for key in list(self._pool):
             entry = self._entries[key]
             plugins = entry.info.unschedulable_plugins | entry.info.pending_plugins
@@ -524,9 +609,9 @@ class SchedulingQueue:
                 # Re-checked; one still held back stays as it is.
                 if not self._pre_enqueue(entry.info.pod).is_success():
                     continue
-                self._release(entry.info)
+                self._release(entry.info, label)
             else:
-                self._requeue(entry.info)
+                self._requeue(entry.info, label)
             moved += 1
         return moved
 
@@ -569,6 +654,6 @@ class SchedulingQueue:
             if (
                 entry is not None
                 and entry.where in (BACKOFF, UNSCHEDULABLE, GATED)
-                and self._passes_pre_enqueue(entry.info)
+                and self._passes_pre_enqueue(entry.info, FORCE_ACTIVATE)
             ):
-                self._put(entry.info, ACTIVE)
+                self._put(entry.info, ACTIVE, FORCE_ACTIVATE)

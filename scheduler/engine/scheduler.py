@@ -12,7 +12,6 @@ nothing is lost and nothing is bound twice.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
@@ -28,41 +28,10 @@ from scheduler.engine.queue import SchedulingQueue
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
-from scheduler.kube.errors import ApiError
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
-
-_ALREADY_ASSIGNED = re.compile(r'already assigned to node "([^"]*)"')
-_BEING_DELETED = "is being deleted, cannot be assigned to a host"
-
-
-def binding_outcome(status: Status, node: str) -> str:
-    """Classify a failed Bind: ``"ours"``, ``"elsewhere"``, ``"gone"`` or ``"failed"``.
-
-    The API server answers a binding of a pod that already has a node with
-    409 'pod X is already assigned to node "N"'. If N is the node we chose, an
-    earlier attempt of ours committed and only its answer was lost: that is a
-    success. Any other N means another scheduler (or client) placed the pod
-    between our decision and our bind; a pod being deleted (409) or already
-    gone (404) cannot be placed at all. In those cases retrying only causes a
-    storm of 409s until the informer catches up, so the pod leaves the queue
-    at once (kube-scheduler's handleSchedulingFailure also never requeues a
-    pod its informer shows as assigned).
-    """
-    error = status.error
-    api_status = error.status if isinstance(error, ApiError) else None
-    text = error.message if isinstance(error, ApiError) else status.message()
-    if api_status == 404:
-        return "gone"
-    if api_status in (409, None):
-        match = _ALREADY_ASSIGNED.search(text)
-        if match is not None:
-            return "ours" if match.group(1) == node else "elsewhere"
-        if _BEING_DELETED in text:
-            return "gone"
-    return "failed"
 
 
 def _now_rfc3339() -> str:
@@ -119,21 +88,20 @@ class Scheduler:
         binding_concurrency: int = 64,
         seed: int | None = None,
     ) -> None:
-        self.profiles = dict(profiles)
-        self.algorithms = {
-            name: Algorithm(p.framework, seed=seed, nominator=queue, batching=True)
-            for name, p in profiles.items()
-        }
-        for profile in self.profiles.values():
-            # Preemption's what-if checks count the room nominated pods hold.
-            profile.handle.set_nominator(queue)
         self.cache = cache
         self.queue = queue
+        self._seed = seed
+        self.metrics = metrics
+        self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
-        self.metrics = metrics
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
-        self._binding_tasks: set[asyncio.Task[None]] = set()
+        #: Binding cycles in flight, with the profile (and so the plugin
+        #: instances) each runs under: a reload waits for those it replaces.
+        self._binding_tasks: dict[asyncio.Task[None], Profile] = {}
+        #: Set while the loop may take pods (cleared by :meth:`quiesce`).
+        self._running = asyncio.Event()
+        self._running.set()
         self._background: set[asyncio.Task[None]] = set()
         self._stopping = False
         #: Asked right before every PreBind and Bind: False once this replica
@@ -151,6 +119,8 @@ class Scheduler:
             info = await self.queue.pop()
             if info is None:
                 break
+            if not self._running.is_set() and not await self._wait_unpaused():
+                break
             try:
                 self.schedule_one(info)
             except Exception:  # a bug must cost one attempt, not the daemon
@@ -158,6 +128,14 @@ class Scheduler:
                 self.queue.requeue_error(info)
             # Let informers and binding tasks run between decisions.
             await asyncio.sleep(0)
+
+    async def _wait_unpaused(self) -> bool:
+        """A reload is switching profiles: the popped pod waits for the new ones.
+
+        False when a stop came meanwhile.
+        """
+        await self._running.wait()
+        return not self._stopping
 
     def stop_taking_pods(self) -> None:
         """End the loop now (leadership lost): no further pod is taken from the queue.
@@ -167,6 +145,7 @@ class Scheduler:
         """
         self._stopping = True
         self.queue.close()
+        self._running.set()
 
     @property
     def busy(self) -> bool:
@@ -182,6 +161,7 @@ class Scheduler:
         """
         self._stopping = True
         self.queue.close()
+        self._running.set()  # a loop paused by a reload must see the stop
         for entry in list(self.waiting_pods):
             entry.reject("", "scheduler is shutting down")
         tasks = list(self._binding_tasks)
@@ -195,6 +175,52 @@ class Scheduler:
                 await asyncio.wait(pending, timeout=5)
         if self._background:
             await asyncio.wait(list(self._background), timeout=5)
+
+    def _binding_ended(self, task: asyncio.Task[None]) -> None:
+        self._binding_tasks.pop(task, None)
+
+    # -- reconfiguration (config reload) ------------------------------------------
+
+    def use_profiles(self, profiles: Mapping[str, Profile]) -> None:
+        """Decide every later pod with ``profiles``; cycles in flight finish with theirs.
+
+        Called between two scheduling cycles (a cycle never awaits), so no
+        pod sees half of each.
+        """
+        self.profiles = dict(profiles)
+        self.algorithms = {
+            name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
+            for name, p in profiles.items()
+        }
+        for profile in self.profiles.values():
+            # Preemption's what-if checks count the room nominated pods hold.
+            profile.handle.set_nominator(self.queue)
+            profile.handle.set_metrics(self.metrics)
+
+    async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
+        """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.
+
+        For a reload that replaces plugin instances: a binding cycle still
+        running with the old instance holds state (assumed volumes, allocated
+        devices) the new one would not see. Pods such a profile holds at
+        Permit are sent back to the queue (kube's rejection of a waiting
+        pod). The loop stays paused until :meth:`resume`; returns how many
+        binding cycles were still running after ``within`` seconds.
+        """
+        self._running.clear()
+        frameworks = {id(p.framework) for p in profiles.values()}
+        for entry in list(self.waiting_pods):
+            profile = self.profiles.get(entry.pod.scheduler_name)
+            if profile is not None and id(profile.framework) in frameworks:
+                entry.reject("", "the scheduler's configuration is being reloaded")
+        tasks = [t for t, p in self._binding_tasks.items() if id(p.framework) in frameworks]
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=within)
+        return len(pending)
+
+    def resume(self) -> None:
+        self._running.set()
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -244,8 +270,8 @@ class Scheduler:
             self.cache.forget(pod.key)
             raise
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
-        self._binding_tasks.add(task)
-        task.add_done_callback(self._binding_tasks.discard)
+        self._binding_tasks[task] = profile
+        task.add_done_callback(self._binding_ended)
 
     def _handle_failure(
         self,
@@ -355,12 +381,16 @@ class Scheduler:
                     if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
                         self._dropped(profile, state, info, node, "pod was placed meanwhile")
                         return
-                    outcome = binding_outcome(status, node)
-                    if outcome != "ours":
-                        if outcome == "failed":
-                            self._binding_failed(profile, state, info, node, status, start)
-                        else:
-                            self._dropped(profile, state, info, node, status.message())
+                    # A pod placed elsewhere or gone leaves the queue at once:
+                    # retrying would only repeat the 409 until the informer
+                    # catches up (kube's handleSchedulingFailure never requeues
+                    # a pod its informer shows as assigned).
+                    outcome = BindOutcome.from_status(status, node)
+                    if outcome.result is BindResult.FAILED:
+                        self._binding_failed(profile, state, info, node, status, start)
+                        return
+                    if not outcome.bound:
+                        self._dropped(profile, state, info, node, status.message())
                         return
                     log.info("binding found the pod already on our node", pod=pod.key, node=node)
             except asyncio.CancelledError:

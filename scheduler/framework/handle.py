@@ -8,7 +8,7 @@ raises a clear error naming what is unavailable, rather than pretending.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -20,6 +20,14 @@ from scheduler.state.pod import PodInfo
 EventSink = Callable[[PodInfo, str, str, str, str], None]
 StoreProvider = Callable[[str, str, str], ObjectStore]
 Activator = Callable[[list[PodInfo]], None]
+
+
+class PreemptionMetrics(Protocol):
+    """Where the handle's preemption counts go (the daemon's Prometheus metrics)."""
+
+    def preemption_attempt(self, victims: int | None = None) -> None: ...
+
+    def observe_preemption_victims(self, victims: int) -> None: ...
 
 
 class HandleUnavailable(RuntimeError):
@@ -123,6 +131,7 @@ class FrameworkHandle:
         )
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
+        self._metrics: list[PreemptionMetrics] = []  # likewise
 
     def for_plugin(self, plugin_name: str) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``."""
@@ -138,6 +147,7 @@ class FrameworkHandle:
         )
         copy._framework = self._framework
         copy._nominator = self._nominator
+        copy._metrics = self._metrics
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
@@ -146,6 +156,18 @@ class FrameworkHandle:
     def set_nominator(self, nominator: Nominator | None) -> None:
         """Where :meth:`nominated_pods` reads from (the daemon's scheduling queue)."""
         self._nominator[:] = [nominator] if nominator is not None else []
+
+    def set_metrics(self, metrics: PreemptionMetrics | None) -> None:
+        """Where the preemption counts go (none where nothing is exported, e.g. ``explain``)."""
+        self._metrics[:] = [metrics] if metrics is not None else []
+
+    def record_preemption_attempt(self) -> None:
+        if self._metrics:
+            self._metrics[0].preemption_attempt()
+
+    def record_preemption_victims(self, victims: int) -> None:
+        if self._metrics:
+            self._metrics[0].observe_preemption_victims(victims)
 
     def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
         if not self._nominator:

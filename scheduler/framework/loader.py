@@ -8,7 +8,9 @@ the plugin, its distribution and version, and the cause:
 
 1. the import fails (or the entry point does not name a class);
 2. the plugin declares no, or an incompatible, ``api_version``;
-3. its hook implementations do not match the hookspecs (pluggy validation);
+3. its hook implementations do not match the hookspecs (pluggy validation),
+   or use a pluggy option this framework refuses (hook wrappers,
+   ``tryfirst``/``trylast``: see :mod:`scheduler.framework.pluginmanager`);
 4. two distributions claim the same plugin name.
 """
 
@@ -217,6 +219,9 @@ class PluginCatalog:
             manager.check_pending()
         except pluggy.PluginValidationError as err:
             raise PluginLoadError(entry, f"invalid hook implementation: {err}") from None
+        refused = manager.refusal(plugin_class)
+        if refused is not None:
+            raise PluginLoadError(entry, f"unsupported hook implementation: {refused}")
         hooks = manager.hooks_of(plugin_class)
         if not hooks:
             raise PluginLoadError(entry, "implements no hook (mark methods with @hookimpl)")

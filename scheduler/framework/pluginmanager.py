@@ -1,7 +1,29 @@
-"""The pluggy PluginManager specialised for scheduler plugins."""
+"""The pluggy PluginManager specialised for scheduler plugins.
+
+pluggy registers and validates plugins; the runtime then calls each plugin's
+implementation itself, one plugin at a time, with the extension point's
+kube-scheduler semantics (Filter narrows the candidates plugin by plugin,
+Score weighs each plugin, PostFilter and Bind stop at the first plugin that
+decides). pluggy's own hook call never runs, so the pluggy options that
+change how a hook call is made are refused when a plugin is loaded
+(:meth:`SchedulerPluginManager.refusal`), never silently ignored:
+
+- ``wrapper=True`` / ``hookwrapper=True``: there is no single hook call over
+  all plugins to wrap;
+- ``tryfirst`` / ``trylast``: the order at an extension point is the
+  profile's (kube-scheduler's config order; plugin ``priority`` by default);
+- an unmarked generator, or ``async def`` outside the binding cycle, would
+  fail every pod at run time.
+
+``specname`` works (the implementation answers the named hook) and
+``optionalhook`` works (an implementation of a hook this framework does not
+have is never called, instead of failing the load); ``historic`` and
+``firstresult`` are hookspec options, which are the framework's.
+"""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pluggy
@@ -40,6 +62,10 @@ POINT_HOOKS: dict[ExtensionPoint, str] = {
 }
 
 
+#: Hooks of the binding cycle, which the framework awaits: only they may be ``async def``.
+ASYNC_HOOKS: frozenset[str] = frozenset({"pre_bind", "bind", "post_bind"})
+
+
 class SchedulerPluginManager(pluggy.PluginManager):
     """pluggy's manager, aware of the per-node adapter.
 
@@ -62,3 +88,51 @@ class SchedulerPluginManager(pluggy.PluginManager):
     def hooks_of(self, plugin: object) -> set[str]:
         """Names of the hooks ``plugin`` implements."""
         return {caller.name for caller in self.get_hookcallers(plugin) or ()}
+
+    def refusal(self, plugin: object) -> str | None:
+        """Why ``plugin``'s hook implementations cannot run as their author expects, or None.
+
+        Checked once at load (see the module doc), so the hot path never
+        has to look at pluggy options.
+        """
+        for caller in self.get_hookcallers(plugin) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not plugin:
+                    continue
+                problem = _impl_problem(caller.name, impl)
+                if problem is not None:
+                    method = getattr(impl.function, "__qualname__", impl.function)
+                    return f"hook {caller.name!r} ({method}) {problem}"
+        return None
+
+
+def _impl_problem(hook: str, impl: pluggy.HookImpl) -> str | None:
+    point = HOOK_POINTS.get(hook)
+    where = f"the {point.value} extension point" if point is not None else f"hook {hook!r}"
+    if impl.wrapper or impl.hookwrapper:
+        flag = "wrapper=True" if impl.wrapper else "hookwrapper=True"
+        return (
+            f"is a pluggy hook wrapper ({flag}), which this framework does not support: "
+            "it calls each plugin's implementation on its own, with kube-scheduler's "
+            f"semantics for {where}, so there is no hook call over all plugins to wrap; "
+            "implement the hook itself instead"
+        )
+    if impl.tryfirst or impl.trylast:
+        flag = "tryfirst=True" if impl.tryfirst else "trylast=True"
+        return (
+            f"is marked {flag}, which this framework does not support: the order of "
+            f"plugins at {where} is the profile's (kube-scheduler's config order; the "
+            "plugins' `priority` by default); remove the flag and order the plugin in the "
+            "configuration or with its `priority` class attribute"
+        )
+    function = impl.function
+    if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+        return (
+            "is a generator function: a hook returns its result (pluggy wrappers are not supported)"
+        )
+    if inspect.iscoroutinefunction(function) and hook not in ASYNC_HOOKS:
+        return (
+            f"is async def, but {where} runs in the synchronous scheduling cycle; only "
+            f"{', '.join(sorted(ASYNC_HOOKS))} may be async"
+        )
+    return None

@@ -128,6 +128,9 @@ SLOW_PLUGIN_WARN_EVERY: Final = 60.0
 """Seconds between two slow-plugin warnings about the same plugin of a profile."""
 
 EventSink = Callable[[PodInfo, str, str, str, str], None]
+#: Events about the scheduler itself (type, reason, note), e.g. a breaker opening:
+#: they go on the scheduler's own object, not on whichever pod tripped it.
+NoticeSink = Callable[[str, str, str], None]
 
 
 class FrameworkRecorder(Protocol):
@@ -150,6 +153,8 @@ class FrameworkRecorder(Protocol):
     def plugin_times(self, labels: Sequence[tuple[str, str]], seconds: list[float]) -> None: ...
 
     def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None: ...
+
+    def retire_stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None: ...
 
 
 class NullRecorder:
@@ -178,6 +183,9 @@ class NullRecorder:
         pass
 
     def stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
+        pass
+
+    def retire_stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
         pass
 
 
@@ -217,6 +225,15 @@ class PluginCall:
 # (pluginMetricsSamplePercent = 10): timing every call would cost more than
 # the plugins themselves. Extension points are always timed.
 PLUGIN_METRICS_SAMPLE_EVERY = 10
+
+
+class RegistrationError(Exception):
+    """A plugin's ``events_to_register`` failed: it cannot be run (names the plugin)."""
+
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.message = message
 
 
 class PluginFailure(Exception):
@@ -300,6 +317,7 @@ class Framework:
         failure_policy: Mapping[str, FailurePolicy] | None = None,
         circuit_breaker: CircuitBreakerConfig | None = None,
         events: EventSink | None = None,
+        notices: NoticeSink | None = None,
     ) -> None:
         self.profile_name = profile_name
         self.manager = manager
@@ -308,6 +326,7 @@ class Framework:
         self.failure_policy = dict(failure_policy or {})
         breaker_config = circuit_breaker or CircuitBreakerConfig()
         self._events = events
+        self._notices = notices
         self.order = order
         self._cycles = 0
         self.plugins: dict[str, object] = {}
@@ -358,9 +377,26 @@ class Framework:
         self._window_mark = list(self.call_seconds)
         self.recorder.plugin_times(self.call_labels, self.call_seconds)
         self.recorder.stuck_calls(self.stuck_calls)
-        for name in self.plugins:
-            self.recorder.circuit_open(name, False)
+        self.publish_breakers()
         WATCHDOG.ensure_started()
+
+    def publish_breakers(self) -> None:
+        """Set each plugin's ``scheduler_plugin_circuit_open`` from its breaker.
+
+        At construction, and again by a config reload that built a framework
+        for this profile and then did not switch to it: the gauges are per
+        profile, so the new framework's closed breakers had overwritten them.
+        """
+        for name, breaker in self.breakers.items():
+            self.recorder.circuit_open(name, breaker.is_open)
+
+    def retire(self) -> None:
+        """This framework decides no more pods (a reload replaced it, or was abandoned).
+
+        Its calls still running past their budget stay visible until they
+        end; then the metrics forget it, and with it its plugins.
+        """
+        self.recorder.retire_stuck_calls(self.stuck_calls)
 
     def _calls(self, hook: str, plugins: Sequence[tuple[str, int]]) -> list[PluginCall]:
         caller = getattr(self.manager.hook, hook)
@@ -579,8 +615,8 @@ class Framework:
                 extension_point=call.point,
                 pod=pod.key,
             )
-            if self._events is not None:
-                self._events(pod, "Warning", "PluginCircuitOpen", message, "Scheduling")
+            if self._notices is not None:
+                self._notices("Warning", "PluginCircuitOpen", message)
         return PluginFailure(status, reason)
 
     def _refused(self, call: PluginCall) -> PluginFailure:
@@ -668,20 +704,58 @@ class Framework:
         return Status.success()
 
     def queue_sort_key(self, queued: QueuedPodInfo) -> Any:
-        """The QueueSort plugin's key (the queue falls back to FIFO without one)."""
+        """The QueueSort plugin's key (the queue falls back to FIFO without one).
+
+        Called by the queue for every pod it activates, from informer
+        handlers: a key that raises, or that cannot be compared, must cost
+        the pod its place in the order, never the handler or the heap. Such
+        a pod sorts after every well-keyed one, in arrival order, and the
+        failure is counted against the plugin like any hook's.
+        """
         if not self.queue_sort_calls:
-            return (queued.timestamp,)
-        return self.queue_sort_calls[0]((queued,))
+            return (0, queued.timestamp)
+        call = self.queue_sort_calls[0]
+        try:
+            key = call((queued,))
+            key < key  # noqa: B015 - comparable, or the heap would raise later
+        except Exception as err:
+            failure = self._raised(call, queued.pod, err)
+            log.warning(
+                "queue sort key failed; the pod is ordered last",
+                plugin=call.plugin,
+                pod=queued.pod.key,
+                profile=self.profile_name,
+                error=failure.status.message(),
+            )
+            return (1, queued.timestamp)
+        return (0, key)
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
-        """Each enabled plugin's requeue events (plugins without the hook: all events)."""
+        """Each enabled plugin's requeue events (plugins without the hook: all events).
+
+        Raises :class:`RegistrationError` naming the plugin whose hook raised
+        or returned something else than ``ClusterEventWithHint`` items.
+        """
         out: dict[str, list[ClusterEventWithHint]] = {}
         impls = {i.plugin_name: i for i in self.manager.hook.events_to_register.get_hookimpls()}
         for name in self.plugins:
             impl = impls.get(name)
-            if impl is not None:
-                events = cast("Iterable[ClusterEventWithHint] | None", impl.function())
-                out[name] = list(events or ())
+            if impl is None:
+                continue
+            try:
+                events = list(cast("Iterable[Any] | None", impl.function()) or ())
+            except Exception as err:
+                raise RegistrationError(
+                    name, f"events_to_register raised {type(err).__name__}: {err}"
+                ) from err
+            for event in events:
+                if not isinstance(event, ClusterEventWithHint):
+                    raise RegistrationError(
+                        name,
+                        f"events_to_register returned {_describe(event)} in its list, "
+                        "expected ClusterEventWithHint items",
+                    )
+            out[name] = events
         return out
 
     # -- scheduling cycle ---------------------------------------------------------

@@ -18,7 +18,7 @@ client-side rate limiting (one token bucket, served by priority - see
 :mod:`scheduler.kube.ratelimit`), retries (429 honours Retry-After for every
 request, since the server did not act on it; 5xx and dropped connections are
 retried with bounded, jittered backoff only where repeating is harmless:
-idempotent verbs and bindings), list paging and watch streams.
+idempotent verbs), list paging and watch streams.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import os
 import random
-import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -44,7 +43,6 @@ from yarl import URL
 
 from scheduler.kube.errors import (
     ApiError,
-    Conflict,
     Gone,
     ServerError,
     TooManyRequests,
@@ -63,7 +61,6 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 _PROTOBUF = "application/vnd.kubernetes.protobuf"
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-_ALREADY_ASSIGNED = re.compile(r'already assigned to node "([^"]*)"')
 _USER_AGENT = "pluggable-scheduler/0.1.0 (kubernetes-asyncio)"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "OPTIONS", "DELETE"})
 _DUMPS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
@@ -431,7 +428,6 @@ class KubeClient:
         priority: Priority,
         retry_failures: bool,
         request_timeout: float | None,
-        bound_to: str | None = None,
     ) -> Any:
         attempt = 0
         while True:
@@ -441,16 +437,6 @@ class KubeClient:
                     method, path, query, body, content_type, request_timeout or self.request_timeout
                 )
             except ApiError as error:
-                if bound_to is not None and attempt > 0 and isinstance(error, Conflict):
-                    match = _ALREADY_ASSIGNED.search(error.message)
-                    if match is not None and match.group(1) == bound_to:
-                        # Our earlier attempt committed but its answer was lost.
-                        log.info(
-                            "binding retry found the pod already on our node",
-                            path=path,
-                            node=bound_to,
-                        )
-                        return None
                 delay = self._retry_delay(error, attempt, retry_failures)
                 if delay is None:
                     raise
@@ -641,34 +627,6 @@ class KubeClient:
             response.close()
 
     # -- typed helpers -----------------------------------------------------------
-
-    async def bind_pod(self, namespace: str, name: str, uid: str, node_name: str) -> None:
-        """POST the pod's Binding (what kube-scheduler's DefaultBinder does).
-
-        Retried on 429/5xx/connection loss like an idempotent request: the
-        uid precondition stops a retry from binding a recreated pod, and a
-        retry answered 409 "already assigned to node X" with X our node means
-        the earlier attempt committed, so it counts as success. The same 409
-        on the first attempt stays an error: someone else placed the pod.
-        """
-        path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
-        }
-        await self._call(
-            "POST",
-            path,
-            body=body,
-            content_type=JSON,
-            query=None,
-            priority="high",
-            retry_failures=True,
-            request_timeout=None,
-            bound_to=node_name,
-        )
 
     async def patch_pod_status(
         self, namespace: str, name: str, patch: dict[str, Any]

@@ -20,6 +20,7 @@ observation itself.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, Literal, get_args
 
@@ -298,6 +299,25 @@ class SchedulerMetrics:
             "election), 0 while it stands by (not in kube-scheduler).",
             registry=reg,
         )
+        self.config_last_reload_successful = Gauge(
+            "scheduler_config_last_reload_successful",
+            "1 when the config file's last version was applied (or none was tried since "
+            "start-up), 0 while the running configuration differs from the file because "
+            "its last version was refused (not in kube-scheduler).",
+            registry=reg,
+        )
+        self.config_last_reload_success_time = Gauge(
+            "scheduler_config_last_reload_success_timestamp_seconds",
+            "When the running configuration was loaded, at start-up or by a reload "
+            "(not in kube-scheduler).",
+            registry=reg,
+        )
+        self.config_reloads = Counter(
+            "scheduler_config_reloads",
+            "Config file changes tried, by result (success, failure) (not in kube-scheduler).",
+            ["result"],
+            registry=reg,
+        )
         if process_metrics:
             ProcessCollector(registry=reg)
 
@@ -390,12 +410,28 @@ class SchedulerMetrics:
         if victims is not None:
             self.preemption_victims.observe(victims)
 
+    def observe_preemption_victims(self, victims: int) -> None:
+        """Record the victims of a chosen preemption candidate (kube's prepareCandidate)."""
+        self.preemption_victims.observe(victims)
+
     def binding_error(self, reason: str) -> None:
         """Count a failed binding cycle; ``reason`` should be a small fixed vocabulary."""
         child = self._binding_errors.get(reason)
         if child is None:
             child = self._binding_errors[reason] = self.binding_errors.labels(reason)
         child.inc()
+
+    def config_loaded(self) -> None:
+        """The configuration in force was loaded (at start-up): reloads start from here."""
+        self.config_last_reload_successful.set(1)
+        self.config_last_reload_success_time.set_to_current_time()
+
+    def config_reload(self, *, success: bool) -> None:
+        """Count one reload of a changed config file and whether it was applied."""
+        self.config_reloads.labels("success" if success else "failure").inc()
+        self.config_last_reload_successful.set(1 if success else 0)
+        if success:
+            self.config_last_reload_success_time.set_to_current_time()
 
     def set_leader(self, leading: bool) -> None:
         """Record whether this instance currently leads."""
@@ -494,6 +530,10 @@ class ProfileRecorder:
         """Export the (point, plugin) of calls running past their budget, at scrape time."""
         self._metrics.stuck_calls.add(self.profile, source)
 
+    def retire_stuck_calls(self, source: Callable[[], list[tuple[str, str]]]) -> None:
+        """``source``'s framework was replaced: drop it once it has no stuck call left."""
+        self._metrics.stuck_calls.retire(source)
+
     def warm(self, points: Iterable[tuple[str, str]]) -> None:
         """Pre-resolve the Success series of known (point, plugin) pairs.
 
@@ -560,9 +600,19 @@ class _StuckCalls:
 
     def __init__(self) -> None:
         self._sources: list[tuple[str, Callable[[], list[tuple[str, str]]]]] = []
+        self._retired: list[Callable[[], list[tuple[str, str]]]] = []
+        # Scrapes run on the control thread, adds and retires on the scheduling one.
+        self._lock = threading.Lock()
 
     def add(self, profile: str, source: Callable[[], list[tuple[str, str]]]) -> None:
-        self._sources.append((profile, source))
+        with self._lock:
+            self._sources.append((profile, source))
+
+    def retire(self, source: Callable[[], list[tuple[str, str]]]) -> None:
+        # Compared with ==: each access to a bound method makes a new object.
+        with self._lock:
+            if any(s == source for _, s in self._sources):
+                self._retired.append(source)
 
     def describe(self) -> Iterator[Metric]:
         yield self._family()
@@ -570,8 +620,17 @@ class _StuckCalls:
     def collect(self) -> Iterator[Metric]:
         family = self._family()
         counts: dict[tuple[str, str, str], int] = {}
-        for profile, source in list(self._sources):
-            for point, plugin in source():
+        with self._lock:
+            sources = list(self._sources)
+        for profile, source in sources:
+            stuck = source()
+            if not stuck:
+                with self._lock:
+                    if any(r == source for r in self._retired):
+                        # Replaced by a reload, and nothing of it runs any more.
+                        self._sources = [(p, s) for p, s in self._sources if s != source]
+                        self._retired = [r for r in self._retired if r != source]
+            for point, plugin in stuck:
                 key = (plugin, point, profile)
                 counts[key] = counts.get(key, 0) + 1
         for key, count in counts.items():

@@ -107,6 +107,7 @@ class DefaultPreemption(Plugin):
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> PostFilterResult:
+        self.handle.record_preemption_attempt()  # kube counts every call, helpful or not
         result, status = self.evaluator.preempt(state, pod, diagnosis)
         message = status.message()
         if message:

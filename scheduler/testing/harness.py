@@ -1,6 +1,6 @@
 """The real scheduler daemon against an emulated cluster, with helpers to assert on it.
 
-:class:`RunningScheduler` starts :class:`~scheduler.engine.daemon.Daemon` -
+:class:`RunningScheduler` starts :class:`~scheduler.daemon.daemon.Daemon` -
 the same object ``pluggable-scheduler run`` starts - talking HTTP to an
 :class:`~scheduler.testing.cluster.EmulatedCluster`. Plugins come from the
 installed distributions (entry points), plus any classes a test passes in.
@@ -19,7 +19,7 @@ from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
-from scheduler.engine.daemon import Daemon
+from scheduler.daemon.daemon import Daemon
 from scheduler.framework.explain import Explanation, explain
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scheduler.config.loading import load_config
+from scheduler.daemon.daemon import Daemon
 from scheduler.emulator.claimcontroller import ClaimController
 from scheduler.emulator.volumecontroller import VolumeController
-from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound
@@ -258,6 +260,10 @@ def scheduler_config(
     return config
 
 
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data))
+
+
 @dataclass
 class RunningDaemon:
     daemon: Daemon
@@ -306,13 +312,25 @@ async def start_daemon(kube_backend: KubeBackend) -> AsyncIterator[StartDaemon]:
         identity: str | None = None,
         catalog: PluginCatalog = CATALOG,
         wait_leading: bool = True,
+        config_file: Path | None = None,
     ) -> RunningDaemon:
+        """Start a daemon; with ``config_file``, ``config`` is written there and watched."""
         loaded = load_config(config)
+        if config_file is not None:
+            write_json(config_file, config)
         conn = loaded.client_connection
         client = await KubeClient.from_kubeconfig(
             str(kube_backend.kubeconfig), qps=conn.qps, burst=conn.burst
         )
-        daemon = Daemon(loaded, catalog, client, identity=identity, serve_health=False, seed=0)
+        daemon = Daemon(
+            loaded,
+            catalog,
+            client,
+            identity=identity,
+            serve_health=False,
+            seed=0,
+            config_path=config_file,
+        )
         task = asyncio.create_task(daemon.run(install_signal_handlers=False))
         handle = RunningDaemon(daemon, task, client)
         running.append(handle)

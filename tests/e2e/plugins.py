@@ -140,7 +140,24 @@ class BrokenScore(Plugin):
         raise ZeroDivisionError("score divided by zero")
 
 
+class FavourArgs(BaseModel):
+    node: str
+
+
+class FavourNode(Plugin):
+    """Scores its ``node`` arg 100 and every other node 0 (registered under two names)."""
+
+    api_version: ClassVar[str] = "1.0"
+    Args: ClassVar[type[BaseModel] | None] = FavourArgs
+
+    @hookimpl
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Any:
+        return np.asarray([100 if n == self.args.node else 0 for n in nodes.names], np.int64)
+
+
 TEST_PLUGINS: dict[str, type] = {
+    "FavourNodeA": FavourNode,
+    "FavourNodeB": FavourNode,
     "PoolFilter": PoolFilter,
     "ExplodingFilter": ExplodingFilter,
     "ControlledPreBind": ControlledPreBind,

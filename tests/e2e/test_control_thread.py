@@ -8,11 +8,7 @@ Filter blocks for good on one pod, by sleeping or by spinning in pure Python.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
-import socket
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -21,31 +17,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from scheduler.engine.control import EXIT_LOST_LEASE, EXIT_STUCK
+from scheduler.daemon.control import EXIT_LOST_LEASE, EXIT_STUCK
 from scheduler.kube.leaderelection import micro_time
 from tests.e2e.conftest import Cluster, scheduler_config, wait_until
+from tests.e2e.processes import free_port, start_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
-RUN_WITH_TEST_PLUGINS = """
-import sys
-from scheduler.framework.loader import PluginCatalog
-from tests.e2e.plugins import catalog_with_test_plugins
-
-catalog = catalog_with_test_plugins()
-PluginCatalog.discover = classmethod(lambda cls, group="": catalog)  # type: ignore
-from scheduler.cli.main import main
-
-sys.exit(main(["run", "--config", sys.argv[1], "--kubeconfig", sys.argv[2]]))
-"""
 
 GRACE = 4.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def renew_time(lease: dict[str, Any]) -> datetime:
@@ -175,62 +155,28 @@ async def test_a_held_leader_that_loses_its_lease_exits_with_the_lost_lease_code
             "shutdownGracePeriod": f"{GRACE}s",
         },
     )
-    config_file = tmp_path / "config.json"
-    config_file.write_text(json.dumps(config))
-    script = tmp_path / "run.py"
-    script.write_text(RUN_WITH_TEST_PLUGINS)
     log_file = tmp_path / "daemon.log"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log_file.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            str(config_file),
-            str(cluster.backend.kubeconfig),
-            stdout=log,
-            stderr=log,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            await cluster.create_pod("fine")
-            await cluster.wait_bound(["fine"], within=30)
-            await cluster.create_pod("blocked", labels={"block": "spin"})
-            await asyncio.sleep(1.0)
-            lease: dict[str, Any] = await cluster.client.get(lease_path)
-            now = micro_time()
-            lease["spec"].update(holderIdentity="intruder", renewTime=now, acquireTime=now)
-            lease["spec"]["leaseDurationSeconds"] = 60
-            await cluster.client.request("PUT", lease_path, body=lease)
-            code = await asyncio.wait_for(proc.wait(), GRACE + 10)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+    proc = await start_run(cluster, config, tmp_path, "daemon")
+    try:
+        await cluster.create_pod("fine")
+        await cluster.wait_bound(["fine"], within=30)
+        await cluster.create_pod("blocked", labels={"block": "spin"})
+        await asyncio.sleep(1.0)
+        lease: dict[str, Any] = await cluster.client.get(lease_path)
+        now = micro_time()
+        lease["spec"].update(holderIdentity="intruder", renewTime=now, acquireTime=now)
+        lease["spec"]["leaseDurationSeconds"] = 60
+        await cluster.client.request("PUT", lease_path, body=lease)
+        code = await asyncio.wait_for(proc.wait(), GRACE + 10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     output = log_file.read_text()
     assert code == EXIT_LOST_LEASE, output[-3000:]
     assert "lease taken by another holder" in output
     assert (await cluster.client.get(lease_path))["spec"]["holderIdentity"] == "intruder"
-
-
-async def start_run(cluster: Cluster, config: dict[str, Any], tmp: Path, name: str) -> Any:
-    """A ``run`` process with the test plugins; its output goes to ``tmp/name.log``."""
-    config_file = tmp / f"{name}.json"
-    config_file.write_text(json.dumps(config))
-    script = tmp / "run.py"
-    script.write_text(RUN_WITH_TEST_PLUGINS)
-    with (tmp / f"{name}.log").open("wb") as log:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(script),
-            str(config_file),
-            str(cluster.backend.kubeconfig),
-            stdout=log,
-            stderr=log,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
 
 
 async def test_a_held_leader_keeps_its_lease_until_sigterm_then_the_standby_takes_over(

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +66,12 @@ async def test_prebind_swallowing_cancellation_cannot_hold_the_only_binding_slot
 
 
 async def test_score_plugin_that_raises_under_ignore_does_not_stop_pods_binding(
-    cluster: Cluster, start_daemon: StartDaemon
+    cluster: Cluster, start_daemon: StartDaemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The scheduler's own Pod (the downward API's names): breaker events go there.
+    await cluster.create_pod("scheduler-self", scheduler="nobody")
+    monkeypatch.setenv("POD_NAME", "scheduler-self")
+    monkeypatch.setenv("POD_NAMESPACE", cluster.namespace)
     await cluster.create_node("n1")
     await cluster.create_node("n2")
     profile = {
@@ -109,12 +115,14 @@ async def test_score_plugin_that_raises_under_ignore_does_not_stop_pods_binding(
     assert str(opened[0]["note"]).startswith(
         f"plugin BrokenScore is out of profile {cluster.scheduler_name} for 30s"
     )
+    assert opened[0]["regarding"]["kind"] == "Pod"
+    assert opened[0]["regarding"]["name"] == "scheduler-self"
 
 
 DAEMON_WITH_TEST_PLUGINS = """
 import asyncio, json, sys
 from scheduler.config.loading import load_config
-from scheduler.engine.daemon import Daemon
+from scheduler.daemon.daemon import Daemon
 from scheduler.kube.client import KubeClient
 from tests.e2e.plugins import catalog_with_test_plugins
 

@@ -577,3 +577,40 @@ def test_popping_from_backoff_can_be_turned_off() -> None:
     assert queue.pop_nowait() is None
     clock.advance(1.0)
     assert queue.pop_nowait() is not None
+
+
+# -- scheduler_queue_incoming_pods_total ------------------------------------------------
+
+
+def test_incoming_names_the_queue_and_kubes_event_for_each_entry(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    seen: list[tuple[str, str]] = []
+    queue.on_incoming = lambda q, event: seen.append((q, event))
+    reject(queue, "a", "NodeResourcesFit")
+    assert seen == [("active", "UnschedulablePodAdd"), ("unschedulable", "ScheduleAttemptFailure")]
+    seen.clear()
+    queue.move_on_event(NODE_ALLOCATABLE)
+    assert seen == [("backoff", "NodeUpdateNodeAllocatable")]
+    seen.clear()
+    clock.advance(10)
+    queue.flush_backoff_completed()
+    assert seen == [("active", "BackoffComplete")]
+    seen.clear()
+    queue.update(pod("a", labels={"changed": "yes"}))  # already active: no entry
+    assert seen == []
+    info = queue.pop_nowait()
+    assert info is not None
+    queue.requeue_error(info)
+    assert seen == [("backoff", "ScheduleAttemptFailure")]
+
+
+def test_incoming_counts_a_gated_pod_once_as_unschedulable(queue: SchedulingQueue) -> None:
+    seen: list[tuple[str, str]] = []
+    queue.on_incoming = lambda q, event: seen.append((q, event))
+    gated = pod("g", gates=["wait"])
+    queue.add(gated)
+    queue.update(pod("g", gates=["wait", "more"]))  # still gated: not a new entry
+    assert seen == [("unschedulable", "UnschedulablePodAdd")]
+    queue.update(pod("g"))
+    assert seen[-1] == ("active", "UnschedulablePodUpdate")

@@ -15,14 +15,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from scheduler.api import CycleState, Plugin, PodInfo, Status, hookimpl
+from scheduler.api import BindOutcome, BindResult, CycleState, Plugin, PodInfo, Status, hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Code
 from scheduler.config.loading import load_config
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.events import NODE_DELETE
 from scheduler.engine.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
-from scheduler.engine.scheduler import Scheduler, binding_outcome
+from scheduler.engine.scheduler import Scheduler
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import Profile, build_profiles
@@ -214,24 +214,30 @@ def conflict(node: str) -> Status:
     return Status(Code.ERROR, (f"binding pod default/p: {err}",), error=err)
 
 
-# -- binding_outcome ---------------------------------------------------------------------
+# -- binding outcome -------------------------------------------------------------------
 
 
 def test_binding_outcome_classifies_api_answers() -> None:
-    assert binding_outcome(conflict("n1"), "n1") == "ours"
-    assert binding_outcome(conflict("n2"), "n1") == "elsewhere"
+    def result(status: Status) -> BindResult:
+        return BindOutcome.from_status(status, "n1").result
+
+    assert result(conflict("n1")) is BindResult.BOUND
+    assert BindOutcome.from_status(conflict("n1"), "n1").by_earlier_attempt
+    assert result(conflict("n2")) is BindResult.ASSIGNED_ELSEWHERE
+    assert BindOutcome.from_status(conflict("n2"), "n1").assigned_to == "n2"
     gone = NotFound(404, "NotFound", 'pods "p" not found', method="POST", path="/x")
-    assert binding_outcome(Status(Code.ERROR, ("x",), error=gone), "n1") == "gone"
+    assert result(Status(Code.ERROR, ("x",), error=gone)) is BindResult.POD_GONE
     deleting = Conflict(
         409, "Conflict", "pod p is being deleted, cannot be assigned to a host", path="/x"
     )
-    assert binding_outcome(Status(Code.ERROR, ("x",), error=deleting), "n1") == "gone"
+    assert result(Status(Code.ERROR, ("x",), error=deleting)) is BindResult.POD_GONE
     boom = ServerError(500, "InternalError", "etcd", path="/x")
-    assert binding_outcome(Status(Code.ERROR, ("x",), error=boom), "n1") == "failed"
+    assert result(Status(Code.ERROR, ("x",), error=boom)) is BindResult.FAILED
     # A Bind plugin that reports only a message (no exception) is understood too.
     text_only = Status(Code.ERROR, ('pod p is already assigned to node "n9"',))
-    assert binding_outcome(text_only, "n1") == "elsewhere"
-    assert binding_outcome(Status(Code.ERROR, ("timeout",)), "n1") == "failed"
+    assert result(text_only) is BindResult.ASSIGNED_ELSEWHERE
+    assert result(Status(Code.ERROR, ("timeout",))) is BindResult.FAILED
+    assert result(Status.success()) is BindResult.BOUND
 
 
 # -- the loop ----------------------------------------------------------------------------

@@ -66,6 +66,13 @@ class Recorder(list[tuple[str, str, str]]):
         self.append((pod.key, reason, note))
 
 
+class Notices(list[tuple[str, str, str]]):
+    """A sink of events about the scheduler itself: (type, reason, note) per event."""
+
+    def __call__(self, type_: str, reason: str, note: str) -> None:
+        self.append((type_, reason, note))
+
+
 def with_metrics(fw: Framework) -> SchedulerMetrics:
     metrics = SchedulerMetrics(process_metrics=False)
     recorder = metrics.recorder(fw.profile_name)
@@ -387,8 +394,8 @@ def test_breaker_opens_after_failures_for_different_pods_and_fails_fast() -> Non
     fw = breaker_framework()
     plugin: Any = fw.plugins["Raising"]
     metrics = with_metrics(fw)
-    events = Recorder()
-    fw._events = events
+    events, notices = Recorder(), Notices()
+    fw._events, fw._notices = events, notices
     nodes = three_nodes().all_nodes()
     for name in ("bad-0", "bad-1", "bad-2"):
         assert fw.run_filter(CycleState(), pod(name), nodes).status.code is Code.ERROR
@@ -399,8 +406,10 @@ def test_breaker_opens_after_failures_for_different_pods_and_fails_fast() -> Non
         )
         == 1.0
     )
-    assert [e[1] for e in events] == ["PluginCircuitOpen"]
-    assert events[0][2].startswith("plugin Raising is out of profile test-profile for 10s")
+    # On the scheduler's own object, not on the pod that happened to trip it.
+    assert events == []
+    assert [(t, r) for t, r, _ in notices] == [("Warning", "PluginCircuitOpen")]
+    assert notices[0][2].startswith("plugin Raising is out of profile test-profile for 10s")
     calls = plugin.calls
     out = fw.run_filter(CycleState(), pod("good"), nodes)
     assert plugin.calls == calls  # not even called
@@ -543,3 +552,70 @@ def test_one_slow_cycle_is_not_enough() -> None:
         for _ in range(SLOW_WINDOW_CYCLES * 3):
             Algorithm(fw, seed=0).schedule(fw.new_cycle_state(), pod("p"), table)
     assert not [e for e in logs if e.get("plugin") == "Slow"]
+
+
+# ------------------------------------------------ queue sort and event registration
+
+
+class SortByLabel:
+    """A QueueSort whose key raises, or cannot be compared, for some pods."""
+
+    @hookimpl
+    def queue_sort_key(self, queued: Any) -> Any:
+        how = queued.pod.labels.get("key")
+        if how == "raise":
+            raise KeyError("no priority")
+        if how == "dict":
+            return {"not": "comparable"}
+        return (int(queued.pod.labels.get("prio", "0")),)
+
+
+def test_a_queue_sort_key_that_fails_orders_the_pod_last_and_counts_against_the_plugin() -> None:
+    from scheduler.engine.queue import SchedulingQueue
+
+    fw = make_framework([("SortByLabel", SortByLabel())])
+    metrics = with_metrics(fw)
+    queue = SchedulingQueue(fw.queue_sort_key, lambda p: Status())
+    for name, labels in (
+        ("broken", {"key": "raise"}),
+        ("dict", {"key": "dict"}),
+        ("late", {"prio": "5"}),
+        ("early", {"prio": "1"}),
+    ):
+        raw = pod(name).raw
+        queue.add(PodInfo.from_dict({**raw, "metadata": {**raw["metadata"], "labels": labels}}))
+    order = [queue.pop_nowait() for _ in range(4)]
+    assert [i.pod.name for i in order if i is not None] == ["early", "late", "broken", "dict"]
+    errors = metrics.sample(
+        "scheduler_plugin_errors_total",
+        {"plugin": "SortByLabel", "extension_point": "QueueSort", "profile": "test-profile"},
+    )
+    assert errors == 2.0
+
+
+class BadRegistration:
+    def __init__(self, how: str) -> None:
+        self.how = how
+
+    @hookimpl
+    def events_to_register(self) -> Any:
+        if self.how == "raise":
+            raise RuntimeError("no informer for that")
+        return ["Node/Add"]
+
+
+def test_events_to_register_failures_name_the_plugin() -> None:
+    from scheduler.framework.runtime import RegistrationError
+
+    for how, expected in (
+        ("raise", "events_to_register raised RuntimeError: no informer for that"),
+        ("garbage", "events_to_register returned str in its list, expected ClusterEventWithHint"),
+    ):
+        fw = make_framework([("Bad", BadRegistration(how))])
+        try:
+            fw.events_to_register()
+        except RegistrationError as err:
+            assert err.plugin == "Bad"
+            assert err.message.startswith(expected), err.message
+        else:
+            raise AssertionError("no RegistrationError")

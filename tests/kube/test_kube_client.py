@@ -19,6 +19,7 @@ from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.config import incluster_config, kube_config
 
+from scheduler.api import BindOutcome, BindResult, Code, PodInfo, bind_pod
 from scheduler.emulator import EmulatorServer
 from scheduler.emulator.errors import ApiError as EmulatedError
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
@@ -156,6 +157,11 @@ def test_error_mapping_without_status_body() -> None:
     assert isinstance(gone, Gone) and gone.reason == "Expired"
 
 
+async def bound(client: KubeClient, created: dict[str, Any], node_name: str) -> BindOutcome:
+    """Bind ``created`` as DefaultBinder does: the one binding path, over this client."""
+    return await bind_pod(client, PodInfo.from_dict(created), node_name)
+
+
 async def test_429_on_binding_honours_retry_after(
     client: KubeClient, emulator: EmulatorServer
 ) -> None:
@@ -163,9 +169,10 @@ async def test_429_on_binding_honours_retry_after(
     emulator.faults.fail(429, verb="create", resource="pods/binding", retry_after=1, count=1)
 
     started = time.monotonic()
-    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+    outcome = await bound(client, created, "n1")
     elapsed = time.monotonic() - started
 
+    assert outcome == BindOutcome(BindResult.BOUND, "n1")
     assert elapsed >= 0.95, "the retry must wait for Retry-After"
     assert [r.status for r in requests_to(emulator, "/binding")] == [429, 201]
     assert (await client.get(f"{PODS}/p"))["spec"]["nodeName"] == "n1"
@@ -177,14 +184,21 @@ async def test_429_is_retried_even_for_create(client: KubeClient, emulator: Emul
     assert [r.status for r in requests_to(emulator, PODS, "POST")] == [429, 429, 201]
 
 
-async def test_500_on_binding_is_retried(client: KubeClient, emulator: EmulatorServer) -> None:
+async def test_500_on_binding_is_a_failed_outcome_not_retried(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    """As client-go for kube-scheduler: a 5xx POST is not repeated; the engine backs off."""
     created = await create_pod(client, "p")
-    emulator.faults.fail(500, verb="create", resource="pods/binding", count=2)
+    emulator.faults.fail(500, verb="create", resource="pods/binding", count=1)
 
-    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+    outcome = await bound(client, created, "n1")
 
-    assert [r.status for r in requests_to(emulator, "/binding")] == [500, 500, 201]
-    assert (await client.get(f"{PODS}/p"))["spec"]["nodeName"] == "n1"
+    assert outcome.result is BindResult.FAILED and isinstance(outcome.error, ServerError)
+    assert [r.status for r in requests_to(emulator, "/binding")] == [500]
+    status = outcome.status(PodInfo.from_dict(created))
+    assert status.code is Code.ERROR and isinstance(status.error, ServerError)
+    assert status.message().startswith("binding pod default/p to node n1: POST ")
+    assert await bound(client, created, "n1") == BindOutcome(BindResult.BOUND, "n1")
 
 
 def commit_then_fail_first_binding(emulator: EmulatorServer, *, bind_to: str) -> None:
@@ -208,44 +222,52 @@ def commit_then_fail_first_binding(emulator: EmulatorServer, *, bind_to: str) ->
     emulator.faults.check = check  # type: ignore[method-assign]
 
 
-async def test_retried_binding_already_on_our_node_counts_as_success(
+async def test_binding_again_after_a_lost_answer_counts_as_bound(
     client: KubeClient, emulator: EmulatorServer
 ) -> None:
     created = await create_pod(client, "p")
     commit_then_fail_first_binding(emulator, bind_to="n1")
 
-    await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
+    first = await bound(client, created, "n1")
+    again = await bound(client, created, "n1")
 
+    assert first.result is BindResult.FAILED
+    assert again.bound and again.by_earlier_attempt and again.assigned_to == "n1"
+    assert again.status(PodInfo.from_dict(created)).is_success()
     assert [r.status for r in requests_to(emulator, "/binding")] == [500, 409]
 
 
-async def test_retried_binding_on_another_node_is_a_conflict(
+async def test_binding_a_pod_placed_on_another_node_is_assigned_elsewhere(
     client: KubeClient, emulator: EmulatorServer
 ) -> None:
     created = await create_pod(client, "p")
     commit_then_fail_first_binding(emulator, bind_to="other")
 
-    with pytest.raises(Conflict) as conflict:
-        await client.bind_pod("default", "p", created["metadata"]["uid"], "n1")
-    assert 'already assigned to node "other"' in conflict.value.message
-    assert "POST /api/v1/namespaces/default/pods/p/binding" in str(conflict.value)
+    await bound(client, created, "n1")
+    outcome = await bound(client, created, "n1")
+
+    assert outcome.result is BindResult.ASSIGNED_ELSEWHERE and outcome.assigned_to == "other"
+    assert isinstance(outcome.error, Conflict)
+    assert 'already assigned to node "other"' in outcome.message
+    status = outcome.status(PodInfo.from_dict(created))
+    assert "POST /api/v1/namespaces/default/pods/p/binding" in status.message()
 
 
-async def test_first_binding_answering_already_assigned_stays_an_error(
-    client: KubeClient,
-) -> None:
+async def test_binding_a_deleted_pod_is_pod_gone(client: KubeClient) -> None:
     created = await create_pod(client, "p")
-    uid = created["metadata"]["uid"]
-    await client.bind_pod("default", "p", uid, "n1")
-    with pytest.raises(Conflict):
-        await client.bind_pod("default", "p", uid, "n1")
+    await client.request("DELETE", f"{PODS}/p")
+    outcome = await bound(client, created, "n1")
+    assert outcome.result is BindResult.POD_GONE
+    assert isinstance(outcome.error, NotFound | Conflict)
 
 
 async def test_binding_uid_precondition(client: KubeClient) -> None:
-    await create_pod(client, "p")
-    with pytest.raises(Conflict) as conflict:
-        await client.bind_pod("default", "p", "some-other-uid", "n1")
-    assert "UID in precondition" in conflict.value.message
+    created = await create_pod(client, "p")
+    outcome = await bound(
+        client, {**created, "metadata": {**created["metadata"], "uid": "x"}}, "n1"
+    )
+    assert outcome.result is BindResult.FAILED and isinstance(outcome.error, Conflict)
+    assert "UID in precondition" in outcome.message
 
 
 async def test_post_is_not_retried_on_500(client: KubeClient, emulator: EmulatorServer) -> None:

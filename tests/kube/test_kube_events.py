@@ -7,6 +7,7 @@ import re
 import time
 from typing import Any
 
+from scheduler.api import PodInfo, bind_pod
 from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder, object_reference
@@ -182,9 +183,8 @@ async def test_bindings_overtake_queued_events(
     # a FIFO bucket each binding would queue behind the event the sender
     # re-queued meanwhile: event, bind, event, bind, ...
     for target in pods:
-        await client.bind_pod(
-            "default", target["metadata"]["name"], target["metadata"]["uid"], "n1"
-        )
+        outcome = await bind_pod(client, PodInfo.from_dict(target), "n1")
+        assert outcome.bound, outcome
     await flushed(recorder)
 
     order = [

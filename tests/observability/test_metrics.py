@@ -33,6 +33,7 @@ def exercise(m: SchedulerMetrics) -> None:
     m.observe_attempt("scheduled", "default", 0.02)
     m.observe_algorithm(0.01)
     m.set_pending("active", 3)
+    m.config_reload(success=False)
     rec = m.recorder("default")
     rec.plugin_duration("Filter", "NodeResourcesFit", Code.SUCCESS, 0.0001)
     rec.point_duration("Filter", Code.SUCCESS, 0.001)
@@ -98,6 +99,9 @@ EXPECTED = {
         {"plugin", "extension_point", "profile"},
     ),
     "scheduler_plugin_duration_seconds": ("counter", {"plugin", "extension_point", "profile"}),
+    "scheduler_config_last_reload_successful": ("gauge", set()),
+    "scheduler_config_last_reload_success_timestamp_seconds": ("gauge", set()),
+    "scheduler_config_reloads": ("counter", {"result"}),
     "scheduler_plugin_calls_over_budget": ("gauge", {"plugin", "extension_point", "profile"}),
     "scheduler_leader": ("gauge", set()),
 }

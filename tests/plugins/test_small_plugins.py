@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from scheduler.api import Code, QueuedPodInfo, QueueingHint, Resource, Status
+from scheduler.api import (
+    BindOutcome,
+    BindResult,
+    Code,
+    QueuedPodInfo,
+    QueueingHint,
+    Resource,
+    Status,
+)
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.nodename import ERR_REASON as NODE_NAME_REASON
 from scheduler.plugins.nodename import NodeName
@@ -271,3 +279,13 @@ async def test_default_binder_error_names_the_pod() -> None:
     assert status.code is Code.ERROR
     assert "ns/foo" in status.message() and "failed" in status.message()
     assert isinstance(status.error, RuntimeError)
+
+
+async def test_default_binder_status_carries_the_typed_outcome() -> None:
+    """The engine reads the Bind status back into the outcome DefaultBinder saw."""
+    answer = RuntimeError('pod foo is already assigned to node "elsewhere"')
+    plugin = DefaultBinder(None, FakeHandle(client=RecordingClient(answer)))
+    status = await plugin.bind(new_state(), pod_info(name="foo", namespace="ns"), "node1")
+    assert status.code is Code.ERROR
+    outcome = BindOutcome.from_status(status, "node1")
+    assert outcome.result is BindResult.ASSIGNED_ELSEWHERE and outcome.assigned_to == "elsewhere"

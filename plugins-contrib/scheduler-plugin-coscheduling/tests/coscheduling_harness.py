@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 from scheduler.config import load_config
+from scheduler.daemon.daemon import Daemon
 from scheduler.emulator import EmulatorServer
-from scheduler.engine.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 

@@ -119,6 +119,8 @@ class Executor:
         nomination is the answer.
         """
         victims = [v for v in candidate.victims if not v.deleting]
+        if victims:  # kube's async preemption observes only when it has pods to evict
+            self.handle.record_preemption_victims(len(candidate.victims))
         if self._spawn(self._evict(candidate.node, pod, victims), pod) and victims:
             # Marked now, not when the task first runs: a retry of the pod
             # in between must already see the preemption in progress. With

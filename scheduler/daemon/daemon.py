@@ -6,7 +6,7 @@ scheduling loop runs only while leading. Losing the lease ends the process
 with a non-zero exit, as kube-scheduler does, so that the Deployment restarts
 it clean rather than risk two leaders acting on stale state. Under ``run``,
 health, metrics, the lease and signals live on a control thread
-(:mod:`scheduler.engine.control`) that plugin hooks cannot hold up.
+(:mod:`scheduler.daemon.control`) that plugin hooks cannot hold up.
 """
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from scheduler.api.events import ActionType, ClusterEvent
 from scheduler.api.handle import ObjectStore
+from scheduler.api.status import Status
 from scheduler.config.models import SchedulerConfiguration
+from scheduler.daemon.adapters import LIST_ITEM_KINDS, InformerStore, KubeIO, resource_path
+from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
+from scheduler.daemon.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
+from scheduler.daemon.reload import ConfigReloader, digest_of
 from scheduler.engine.cache import SchedulerCache
-from scheduler.engine.control import EXIT_STUCK as CONTROL_EXIT_STUCK
-from scheduler.engine.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.engine.events import (
     NODE_ADD,
     NODE_DELETE,
@@ -56,9 +60,10 @@ from scheduler.engine.validation import (
     check_pod_metadata,
     check_pod_spec,
 )
+from scheduler.errors import UserError
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog
-from scheduler.framework.profile import build_profiles
+from scheduler.framework.profile import Profile, build_profiles
 from scheduler.framework.waiting import WaitingPods
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder
@@ -73,77 +78,22 @@ log = structlog.get_logger("scheduler.daemon")
 EXIT_OK = 0
 EXIT_LOST_LEASE = 1
 #: ``run`` only: a stop the scheduling loop did not finish within
-#: ``shutdownGracePeriod`` (a plugin held it); see scheduler.engine.control.
+#: ``shutdownGracePeriod`` (a plugin held it); see scheduler.daemon.control.
 EXIT_STUCK = CONTROL_EXIT_STUCK
 
 #: Seconds a graceful stop waits to release the lease before leaving it to expire.
 RELEASE_WITHIN = 2.0
 
+#: A reload that replaces plugin instances waits this long for the binding
+#: cycles still running with the old ones (see Scheduler.quiesce); after
+#: that it gives up and tries again at the next check of the file.
+RELOAD_DRAIN_WITHIN = 30.0
+
+#: How long a reload waits for the informers of stores newly enabled plugins watch.
+RELOAD_SYNC_WITHIN = 60.0
+
 # kube-scheduler's pod informer: terminal pods hold no resources.
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-
-
-class KubeIO:
-    """The engine's ClusterIO over our kube adapter; remembers each pod's last failure."""
-
-    def __init__(self, client: KubeClient, recorder: EventRecorder) -> None:
-        self.client = client
-        self.recorder = recorder
-        self.last_failure: dict[str, str] = {}
-
-    def record_event(
-        self, pod: PodInfo, event_type: str, reason: str, note: str, action: str
-    ) -> None:
-        if reason == "FailedScheduling":
-            self.last_failure[pod.key] = note
-        elif reason == "Scheduled":
-            self.last_failure.pop(pod.key, None)
-        self.recorder.record(pod, event_type, reason, note, action)
-
-    async def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
-        await self.client.patch_pod_status(namespace, name, patch)
-
-
-class InformerStore:
-    """A plugin's read-only view of an informer's objects (``handle.store``)."""
-
-    def __init__(self, informer: Informer) -> None:
-        self._informer = informer
-
-    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        key = f"{namespace}/{name}" if namespace else name
-        return self._informer.store.get(key)
-
-    def revision(self) -> int:
-        return self._informer.revision
-
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        objs: list[Mapping[str, Any]] = list(self._informer.store.values())
-        if namespace is None:
-            return objs
-        return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]
-
-
-#: Kinds of built-in resources plugins watch. Items of a list response carry
-#: no ``kind`` (only watch events do), so an event from a (re-)list is named
-#: from here, as the kind plugins register for.
-_LIST_ITEM_KINDS: dict[str, str] = {
-    "persistentvolumeclaims": "PersistentVolumeClaim",
-    "persistentvolumes": "PersistentVolume",
-    "storageclasses": "StorageClass",
-    "csinodes": "CSINode",
-    "csidrivers": "CSIDriver",
-    "csistoragecapacities": "CSIStorageCapacity",
-    "volumeattachments": "VolumeAttachment",
-    "poddisruptionbudgets": "PodDisruptionBudget",
-    "resourceclaims": "ResourceClaim",
-    "resourceslices": "ResourceSlice",
-    "deviceclasses": "DeviceClass",
-}
-
-
-def resource_path(group: str, version: str, plural: str) -> str:
-    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
 
 class Daemon:
@@ -158,12 +108,20 @@ class Daemon:
         seed: int | None = None,
         freeze_gc_after_sync: bool = False,
         control_client: ClientFactory | None = None,
+        config_path: Path | None = None,
+        rediscover: Callable[[], PluginCatalog] | None = None,
     ) -> None:
         """Wire the daemon; nothing starts until :meth:`run`.
 
+        With ``config_path`` (the file ``config`` was loaded from), the file
+        is watched and a changed version applied while running
+        (:mod:`scheduler.daemon.reload`); ``rediscover`` then gives the
+        plugin catalog a reload resolves against (``run``: a fresh look at the
+        installed distributions), else ``catalog`` is used again.
+
         With ``control_client`` (a factory of a second API client, as ``run``
         passes), health, metrics, leader election and signals run on a
-        thread of their own (:mod:`scheduler.engine.control`), out of reach
+        thread of their own (:mod:`scheduler.daemon.control`), out of reach
         of plugin hooks; without it everything shares the caller's loop,
         which suits embedding and in-process tests.
         """
@@ -187,7 +145,21 @@ class Daemon:
         self.exit_code = EXIT_OK
         self.leading = asyncio.Event()
         self._abrupt = False
-        self._scheduler_task: asyncio.Task[None] | None = None
+        #: One handle per profile, kept across reloads: plugin instances a
+        #: reload keeps reach the profile's new framework through it.
+        self._handles: dict[str, FrameworkHandle] = {}
+        self._catalog = catalog
+        self._rediscover = rediscover
+        self.reloader: ConfigReloader | None = None
+        if config_path is not None and config.pluggable_scheduler.config_reload_period > 0:
+            self.reloader = ConfigReloader(
+                config_path,
+                config,
+                self.apply_config,
+                metrics=self.metrics,
+                notice=self._notice,
+                loaded_digest=digest_of(config_path),
+            )
 
         # Created before the profiles: plugin constructors may ask for their stores.
         self.node_informer = Informer(
@@ -210,19 +182,19 @@ class Daemon:
             transform=compact_pod,
         )
         self.profiles = build_profiles(
-            config, catalog, self._make_handle, recorder_for=self.metrics.recorder
+            config,
+            catalog,
+            self._make_handle,
+            recorder_for=self.metrics.recorder,
+            notices=self._notice,
         )
         first = next(iter(self.profiles.values()))
-        events: dict[str, list[Any]] = {}
-        for profile in self.profiles.values():
-            for plugin, evs in profile.framework.events_to_register().items():
-                events.setdefault(plugin, []).extend(evs)
         self.queue = SchedulingQueue(
             first.framework.queue_sort_key,
             self._pre_enqueue,
             initial_backoff=config.pod_initial_backoff_seconds,
             max_backoff=config.pod_max_backoff_seconds,
-            events=events,
+            events=_registered_events(self.profiles),
         )
         extensions = config.pluggable_scheduler
         self.scheduler = Scheduler(
@@ -236,12 +208,10 @@ class Daemon:
             seed=seed,
         )
         self.queue.on_change = self._update_pending_metrics
+        self.queue.on_incoming = self.metrics.queue_incoming
         # Informers for what enabled plugins declared in ``watches`` exist
         # before start-up, so their stores are synced before the first pod.
-        for profile in self.profiles.values():
-            for instance in profile.framework.plugins.values():
-                for group, version, plural in getattr(instance, "watches", ()):
-                    self._store(group, version, plural)
+        self._declare_watches(self.profiles)
         self.health: HealthServer | None = None
         if serve_health:
             self.health = HealthServer(
@@ -253,20 +223,157 @@ class Daemon:
     # -- plugin handle --------------------------------------------------------------
 
     def _make_handle(self, profile_name: str) -> FrameworkHandle:
-        return FrameworkHandle(
-            profile_name,
-            self.cache.table,
-            waiting_pods=self.waiting_pods,
-            client=self.client,
-            event_sink=lambda pod, t, r, m, a: self.recorder.record(
-                pod, t, r, m, a or "Scheduling"
-            ),
-            store_provider=self._store,
-            activator=lambda pods: self.queue.activate(p.key for p in pods),
-        )
+        handle = self._handles.get(profile_name)
+        if handle is None:
+            handle = self._handles[profile_name] = FrameworkHandle(
+                profile_name,
+                self.cache.table,
+                waiting_pods=self.waiting_pods,
+                client=self.client,
+                event_sink=lambda pod, t, r, m, a: self.recorder.record(
+                    pod, t, r, m, a or "Scheduling"
+                ),
+                store_provider=self._store,
+                activator=lambda pods: self.queue.activate(p.key for p in pods),
+            )
+        return handle
 
-    def _plugin_event(self, pod: PodInfo, type_: str, reason: str, note: str, action: str) -> None:
-        self.recorder.record(pod, type_, reason, note, action or "Scheduling")
+    def own_object(self) -> dict[str, Any] | None:
+        """What events about the scheduler itself are recorded on.
+
+        Its Pod, when the Deployment passes ``POD_NAME`` and ``POD_NAMESPACE``
+        (the downward API, as deploy/base does): ``kubectl describe`` of the
+        scheduler then shows them. Else the lease, when there is one.
+        """
+        name, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+        if name and namespace:
+            return {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace},
+            }
+        le = self.config.leader_election
+        if le.leader_elect:
+            return {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": le.resource_name, "namespace": le.resource_namespace},
+            }
+        return None
+
+    def _notice(self, event_type: str, reason: str, note: str) -> None:
+        """An event about the scheduler itself (breakers, reloads); logged by the caller."""
+        regarding = self.own_object()
+        if regarding is not None:
+            self.recorder.record(regarding, event_type, reason, note, reason)
+
+    def _declare_watches(self, profiles: Mapping[str, Profile]) -> None:
+        for profile in profiles.values():
+            for instance in profile.framework.plugins.values():
+                for group, version, plural in getattr(instance, "watches", ()):
+                    self._store(group, version, plural)
+
+    # -- config reload ------------------------------------------------------------------
+
+    async def apply_config(self, config: SchedulerConfiguration) -> str:
+        """Switch to ``config`` between two scheduling cycles; UserError leaves all as it was.
+
+        Everything that can fail happens first, while the old profiles keep
+        scheduling: plugins are imported and built (those with unchanged
+        class and args keep their instance), the stores they watch are
+        synced, and binding cycles running with instances being replaced
+        are waited for. Only ``config``'s reloadable fields differ from the
+        running ones (the reloader checked).
+        """
+        old = self.profiles
+        profiles = build_profiles(
+            config,
+            self._rediscover() if self._rediscover is not None else self._catalog,
+            self._make_handle,
+            recorder_for=self.metrics.recorder,
+            previous=old,
+            notices=self._notice,
+            activate=False,
+        )
+        try:
+            self._declare_watches(profiles)
+            await self._synced_within(RELOAD_SYNC_WITHIN)
+            replaced = {
+                name: old[name]
+                for name, profile in profiles.items()
+                if name in old and _replaces_instances(old[name], profile)
+            }
+            if replaced:
+                still = await self.scheduler.quiesce(replaced, within=RELOAD_DRAIN_WITHIN)
+                if still:
+                    raise UserError(
+                        f"{still} binding cycle(s) of profile(s) {', '.join(sorted(replaced))} "
+                        f"still ran after {RELOAD_DRAIN_WITHIN:g}s with plugin instances the "
+                        "new config replaces; tried again at the next check"
+                    )
+        except BaseException:
+            self.scheduler.resume()
+            for profile in profiles.values():
+                profile.framework.retire()
+            for profile in old.values():
+                profile.framework.publish_breakers()
+            raise
+        summary = describe_changes(old, profiles)
+        self._switch(config, old, profiles)
+        return summary
+
+    async def _synced_within(self, seconds: float) -> None:
+        """Wait for informers started since start-up (a reload's new watches)."""
+        if not self._informers_started:
+            return  # a standby that has not listed yet: they sync when it leads
+        pending = [i for i in self._stores.values() if not i.has_synced.is_set()]
+        if not pending:
+            return
+        try:
+            async with asyncio.timeout(seconds):
+                await asyncio.gather(*(i.has_synced.wait() for i in pending))
+        except TimeoutError:
+            paths = ", ".join(i.path for i in pending if not i.has_synced.is_set())
+            raise UserError(
+                f"the stores newly enabled plugins watch did not sync within {seconds:g}s: {paths}"
+            ) from None
+
+    def _switch(
+        self,
+        config: SchedulerConfiguration,
+        old: Mapping[str, Profile],
+        profiles: dict[str, Profile],
+    ) -> None:
+        """The switch itself: synchronous, so no scheduling cycle runs in between."""
+        for profile in profiles.values():
+            profile.activate()
+        self.profiles = profiles
+        self.scheduler.use_profiles(profiles)
+        for profile in old.values():
+            profile.framework.retire()
+        for name in old.keys() - profiles.keys():
+            self._handles.pop(name, None)
+        removed, added = old.keys() - profiles.keys(), profiles.keys() - old.keys()
+        pending = [
+            raw
+            for raw in self.pod_informer.store.values()
+            if not (raw.get("spec") or {}).get("nodeName")
+        ]
+        for raw in pending:
+            if _scheduler_name(raw) in removed:
+                self.queue.delete(_pod_key(raw))
+        first = next(iter(profiles.values()))
+        self.queue.reconfigure(
+            first.framework.queue_sort_key,
+            _registered_events(profiles),
+            initial_backoff=config.pod_initial_backoff_seconds,
+            max_backoff=config.pod_max_backoff_seconds,
+        )
+        for raw in pending:
+            if _scheduler_name(raw) in added:
+                self._pod_added(raw)
+        self.config = config
+        self.scheduler.resume()
 
     def _store(self, group: str, version: str, plural: str) -> ObjectStore:
         key = (group, version, plural)
@@ -299,11 +406,13 @@ class Daemon:
     ) -> None:
         """A change of a plugin-watched resource, as the event its Kind names."""
         obj = new if new is not None else old
-        kind = str((obj or {}).get("kind") or _LIST_ITEM_KINDS.get(plural) or plural)
+        kind = str((obj or {}).get("kind") or LIST_ITEM_KINDS.get(plural) or plural)
         self.queue.move_on_event(ClusterEvent(kind, action), old, new)
 
-    def _pre_enqueue(self, pod: PodInfo) -> Any:
-        profile = self.profiles[pod.scheduler_name]
+    def _pre_enqueue(self, pod: PodInfo) -> Status:
+        profile = self.profiles.get(pod.scheduler_name)
+        if profile is None:
+            return Status()  # its profile went with a reload; the cycle drops the pod
         return profile.framework.run_pre_enqueue(pod)
 
     # -- informer handlers ------------------------------------------------------------
@@ -635,6 +744,8 @@ class Daemon:
             if warm and not await self._unless_stopped(self._sync_caches()):
                 return self.exit_code
             self._start(self._flush_leftovers(), "leftover flush")
+            if self.reloader is not None:
+                self._start(self.reloader.run(), "config reload")
             if le.leader_elect:
                 elector = LeaderElector(
                     control.client if control is not None else self.client,
@@ -661,7 +772,7 @@ class Daemon:
                     self.scheduler.may_bind = lambda: elector is not None and elector.holds_lease
                     self._start(elector.run(self._lead, self._lost_lease), "leader election")
             else:
-                self._scheduler_task = self._start(self._lead(), "scheduling loop")
+                self._start(self._lead(), "scheduling loop")
             await self._stop.wait()
         except asyncio.CancelledError:
             self._abrupt = True
@@ -700,3 +811,48 @@ class Daemon:
         elif self.health is not None:
             await self.health.stop()
         self.metrics.set_leader(False)
+
+
+def _registered_events(profiles: Mapping[str, Profile]) -> dict[str, list[Any]]:
+    """Every plugin's requeue events, over all profiles, for the queue."""
+    events: dict[str, list[Any]] = {}
+    for profile in profiles.values():
+        for plugin, evs in profile.framework.events_to_register().items():
+            events.setdefault(plugin, []).extend(evs)
+    return events
+
+
+def _replaces_instances(old: Profile, new: Profile) -> bool:
+    """Whether ``new`` has a fresh instance of a plugin ``old`` also runs."""
+    return any(
+        name in old.framework.plugins and old.framework.plugins[name] is not instance
+        for name, instance in new.framework.plugins.items()
+    )
+
+
+def describe_changes(old: Mapping[str, Profile], new: Mapping[str, Profile]) -> str:
+    """One line on what a reload changes, for its log line and event."""
+    parts: list[str] = []
+    if added := sorted(new.keys() - old.keys()):
+        parts.append(f"new profiles {', '.join(added)}")
+    if removed := sorted(old.keys() - new.keys()):
+        parts.append(f"removed profiles {', '.join(removed)}")
+    for name in sorted(new.keys() & old.keys()):
+        before, after = old[name].framework.plugins, new[name].framework.plugins
+        changes = [f"+{p}" for p in after if p not in before]
+        changes += [f"-{p}" for p in before if p not in after]
+        changes += [f"{p} (new args)" for p in after if p in before and after[p] is not before[p]]
+        if old[name].framework.order != new[name].framework.order:
+            changes.append("order or weights")
+        if changes:
+            parts.append(f"profile {name}: {', '.join(changes)}")
+    return "; ".join(parts) or "no plugin changes (budgets, breakers or backoffs)"
+
+
+def _scheduler_name(raw: Mapping[str, Any]) -> str:
+    return str((raw.get("spec") or {}).get("schedulerName") or "default-scheduler")
+
+
+def _pod_key(raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"

@@ -51,7 +51,7 @@ from scheduler.kube.leaderelection import LeaderElector
 EXIT_LOST_LEASE: Final = 1
 
 if TYPE_CHECKING:
-    from scheduler.engine.daemon import Daemon
+    from scheduler.daemon.daemon import Daemon
 
 __all__ = ["EXIT_STUCK", "HEARTBEAT_EVERY", "ClientFactory", "ControlThread"]
 

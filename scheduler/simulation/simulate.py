@@ -49,10 +49,10 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.config.models import SchedulerConfiguration
+from scheduler.daemon.daemon import Daemon
 from scheduler.emulator import EmulatorServer
 from scheduler.emulator.resources import ResourceType
 from scheduler.emulator.watch import Change
-from scheduler.engine.daemon import Daemon
 from scheduler.engine.queue import BACKOFF, scheduling_relevant_change
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient

@@ -12,7 +12,7 @@ import time
 import urllib.request
 from typing import Any
 
-from scheduler.engine.control import EXIT_LOST_LEASE, EXIT_STUCK, ControlThread
+from scheduler.daemon.control import EXIT_LOST_LEASE, EXIT_STUCK, ControlThread
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.observability.server import HealthServer
 

@@ -19,7 +19,8 @@ from scheduler.api.results import FilterResult
 from scheduler.config.loading import load_config
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.emulator.store import Store
-from scheduler.engine.simulation import (
+from scheduler.framework.loader import PluginCatalog
+from scheduler.simulation.simulate import (
     ERROR_LIMIT,
     ERROR_REPEATS,
     ClusterChanges,
@@ -27,7 +28,6 @@ from scheduler.engine.simulation import (
     SimulationResult,
     simulate,
 )
-from scheduler.framework.loader import PluginCatalog
 from scheduler.state.nodetable import NodeSet
 
 PROFILE = "pluggable-scheduler"
