@@ -162,10 +162,27 @@ def _first_pass(
     *,
     extensions: bool,
 ) -> Failures:
-    """Filter ``rows`` with their nominated pods added to ``table`` (and, with
-    ``extensions``, through AddPod to a clone of ``state``); the pods go again after."""
+    """Filter ``rows`` with their nominated pods added to ``table``; they go again after.
+
+    With ``extensions`` (one row) the pods are added in full and, through
+    AddPod, to a clone of ``state``; without, Filter sees pods only through
+    ``requested`` and the pods' requests are added to those rows alone.
+    """
     loaded = [row for row in rows.tolist() if row in nominated]
-    trial = state.clone() if extensions and loaded else state
+    if not extensions:
+        vectors = [[table.occupancy(p) for p in nominated[row]] for row in loaded]
+        width = len(table.resources)  # final: occupancy() adds any missing column
+        extra = np.zeros((len(loaded), width), dtype=np.int64)
+        for i, row_vectors in enumerate(vectors):
+            for vector in row_vectors:
+                extra[i, : len(vector)] += vector
+        at = np.asarray(loaded, dtype=np.int64)
+        table.shift_requested(at, extra)
+        try:
+            return _judge(framework, state, pod, NodeSet(table, rows))
+        finally:
+            table.shift_requested(at, -extra)
+    trial = state.clone()
     added: list[str] = []
     try:
         for row in loaded:
@@ -173,8 +190,6 @@ def _first_pass(
             for other in nominated[row]:
                 table.add_pod(other, node.name)
                 added.append(other.key)
-                if not extensions:
-                    continue
                 status = framework.run_pre_filter_add_pod(trial, pod, other, node)
                 if not status.is_success():
                     failed = Failures()
