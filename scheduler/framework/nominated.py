@@ -10,9 +10,10 @@ appear). This is the one implementation of that check.
 The nominated pods are added to a :class:`WhatIfTable`, never to the live
 table. Where the framework says a what-if may be judged by Filter alone
 (:meth:`Framework.filters_read_requested_only`: no AddPod extension runs and
-every Filter sees pods only through ``requested``) one Filter run judges all
-nodes; otherwise each node is judged on its own, its nominated pods also
-added, through the AddPod extensions, to a clone of the cycle state.
+every Filter sees pods only through ``requested``) their requests go on the
+``requested`` rows and one Filter run judges all nodes; otherwise each node
+is judged on its own, its nominated pods added in full and, through the
+AddPod extensions, to a clone of the cycle state.
 """
 
 from __future__ import annotations
