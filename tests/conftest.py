@@ -19,16 +19,17 @@ import contextlib
 import logging
 import os
 import sys
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
-from scheduler.testing.controlplane import (
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.tools.controlplane import (
     DRA_CONTROLLERS,
     ControlPlaneError,
     KubeControllerManagerProcess,
@@ -36,6 +37,15 @@ from scheduler.testing.controlplane import (
     run_kube_controller_manager,
     start_control_plane,
 )
+from scheduler.tools.packageindex import PackageIndex, pip_download, run_package_index
+
+REPO = Path(__file__).resolve().parents[1]
+CONTRIB = REPO / "plugins-contrib"
+CONTRIB_DISTRIBUTIONS = sorted(p.parent for p in CONTRIB.glob("*/pyproject.toml"))
+
+# The plugin authors' fixtures (emulated_cluster, running_scheduler) are opt-in,
+# for our suite as for everyone's.
+pytest_plugins = ["scheduler.testing.pytest_plugin"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,7 +82,7 @@ def control_plane_binaries(request: pytest.FixtureRequest) -> Path:
     """
     capture = request.config.pluginmanager.getplugin("capturemanager")
     uncaptured = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
-    logger = logging.getLogger("scheduler.testing.controlplane")
+    logger = logging.getLogger("scheduler.tools.controlplane")
     with uncaptured:
         handler = logging.StreamHandler(sys.stderr)  # the real stderr, captured no more
         handler.setFormatter(logging.Formatter("\n[control plane] %(message)s"))
@@ -200,3 +210,45 @@ async def namespace(api_client: Any) -> AsyncIterator[str]:
         except client.ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+@pytest.fixture(scope="session")
+def progress(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Print a progress line on the terminal, past pytest's capture, for slow fixtures."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def say(message: str) -> None:
+        uncaptured = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        with uncaptured:
+            print(f"\n[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    return say
+
+
+@pytest.fixture(scope="session")
+def package_index(
+    tmp_path_factory: pytest.TempPathFactory, progress: Callable[[str], None]
+) -> Iterator[PackageIndex]:
+    """A PyPI-compatible index (pypiserver) on loopback holding this release, as users get it.
+
+    pluggable-scheduler and every plugins-contrib distribution are built
+    (``python -m build``: sdist, then the wheel from it), checked (``twine
+    check --strict``) and uploaded with twine under a password, exactly as a
+    release is published; the pinned third-party wheels of requirements.lock
+    and the build backend's lock are mirrored into it, so that ``pip install
+    --index-url <package_index.simple_url> pluggable-scheduler
+    scheduler-plugin-coscheduling`` needs nothing else (``clean_pip_env``
+    gives pip that index only). Only filling the mirror reaches PyPI, through
+    pip's cache. One per session (about 20 s): the release tests and the
+    image tests (``FROM pluggable-scheduler`` + ``pip install`` by name) share it.
+    """
+    workdir = tmp_path_factory.mktemp("package-index")
+    with run_package_index(workdir) as index:
+        progress(f"package index {index.simple_url}: mirroring the pinned dependencies")
+        locks = [REPO / "requirements.lock", REPO / "deploy/docker/requirements-build.lock"]
+        index.mirror(pip_download(locks, workdir / "mirror"))
+        for project in [REPO, *CONTRIB_DISTRIBUTIONS]:
+            name = "pluggable-scheduler" if project == REPO else project.name
+            progress(f"package index: building, checking and uploading {name}")
+            index.release(project, workdir / "dist")
+        yield index

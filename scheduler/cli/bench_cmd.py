@@ -1,6 +1,6 @@
 """``pluggable-scheduler bench NAME [ARGS...]``: run one of the benchmarks.
 
-Benchmarks are modules under :mod:`scheduler.bench`, each with a
+Benchmarks are modules under :mod:`scheduler.tools.bench`, each with a
 ``main(argv)``; they are not part of the test run. This command only
 dispatches: everything after NAME goes to the benchmark's own parser
 (``pluggable-scheduler bench perf --help``).
@@ -15,7 +15,7 @@ from typing import Any
 
 from scheduler.errors import UserError
 
-# Benchmark name on the command line -> module under scheduler.bench.
+# Benchmark name on the command line -> module under scheduler.tools.bench.
 BENCHMARKS: dict[str, str] = {
     "perf": "perf",
     "framework": "framework",
@@ -31,7 +31,7 @@ def resolve(name: str) -> Callable[[list[str]], Any]:
     module_name = BENCHMARKS.get(name)
     if module_name is None:
         raise UserError(f"unknown benchmark {name!r}; choose from: {', '.join(BENCHMARKS)}")
-    qualified = f"scheduler.bench.{module_name}"
+    qualified = f"scheduler.tools.bench.{module_name}"
     try:
         module = importlib.import_module(qualified)
     except ModuleNotFoundError as exc:

@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scheduler.emulator import EmulatorServer
-    from scheduler.emulator.clusterfile import load_cluster_file
+    from scheduler.simulation.emulator import EmulatorServer
+    from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")

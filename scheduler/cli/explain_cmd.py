@@ -8,10 +8,10 @@ from pathlib import Path
 
 from scheduler.cli.common import add_config_option, load_config_option, print_result
 from scheduler.config.yamlfiles import load_yaml_documents, read_text
-from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.framework.explain import TIE_NOTE, Explanation, NodeReport, explain, parse_pod_text
 from scheduler.framework.loader import PluginCatalog
 from scheduler.observability.logging import QUIET, configure_logging
+from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
 MAX_WIDTH = 120  # above this the score columns use abbreviated plugin names
 MAX_LISTED = 8  # node names listed per rejection group before "and N more"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scheduler.errors import UserError
 from scheduler.framework.loader import PluginCatalog
-from scheduler.scaffold import scaffold, validate_plugin_name
+from scheduler.tools.scaffold import scaffold, validate_plugin_name
 
 
 def _cmd_new_plugin(args: argparse.Namespace) -> int:
@@ -21,7 +21,7 @@ def _cmd_new_plugin(args: argparse.Namespace) -> int:
             details=["pick another name"],
         )
     directory = Path(args.directory) if args.directory else None
-    names, target, written = scaffold(names.plugin, directory)
+    names, target, written = scaffold(names.plugin, directory, repository_url=args.repository_url)
     print(f"created {names.dist} in {target}:")
     for path in written:
         print(f"  {path.relative_to(target)}")
@@ -31,6 +31,8 @@ def _cmd_new_plugin(args: argparse.Namespace) -> int:
     print("  pip install -e '.[test]'")
     print("  pytest")
     print("  pluggable-scheduler plugins list")
+    print("to publish: python -m build && twine check --strict dist/* && twine upload dist/*")
+    print("  (or push to GitHub: .github/workflows/publish.yml publishes each release)")
     return 0
 
 
@@ -49,5 +51,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--directory",
         metavar="DIR",
         help="directory to create (default: ./scheduler-plugin-<name>); must not exist",
+    )
+    parser.add_argument(
+        "--repository-url",
+        metavar="URL",
+        help="https:// URL of the plugin's source repository, for the index page's "
+        "project links (pyproject.toml [project.urls])",
     )
     parser.set_defaults(func=_cmd_new_plugin)

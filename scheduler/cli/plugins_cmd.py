@@ -1,5 +1,7 @@
 """``pluggable-scheduler plugins list``: what is installed, and what is enabled where.
 
+(``plugins needs``, the distributions a config needs, is in :mod:`needs_cmd`.)
+
 It imports every installed plugin (start-up imports only enabled ones) so
 that a broken plugin shows its load error here, before anyone enables it.
 """
@@ -13,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from scheduler.cli import needs_cmd
 from scheduler.config import load_config, resolve_profiles
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.errors import UserError
@@ -102,3 +105,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     lister.add_argument("--config", help="scheduler config to report enablement for")
     lister.add_argument("--output", choices=["text", "json"], default="text")
     lister.set_defaults(func=_cmd_list)
+    needs_cmd.register(sub)

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from scheduler.cli.common import add_config_option, load_config_option, print_result
-from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.framework.loader import PluginCatalog
 from scheduler.observability.logging import QUIET, configure_logging
+from scheduler.simulation.emulator.clusterfile import load_cluster_file
 from scheduler.simulation.simulate import SimulationResult, print_progress, simulate
 
 

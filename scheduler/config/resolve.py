@@ -53,6 +53,7 @@ from scheduler.config.models import (
     semantic_problems,
 )
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
+from scheduler.distributions import install_hint
 from scheduler.errors import UserError
 from scheduler.observability.logging import get_logger
 
@@ -220,6 +221,9 @@ class _Resolver:
                 f" (a plugin of older kube-schedulers that kube-scheduler {KUBE_VERSION} "
                 f"no longer has either)"
             )
+        hint = install_hint(name)
+        if hint is not None:
+            return f"{message}: {hint}"
         choices = sorted(self.installed)
         close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6)
         if not close:
@@ -227,7 +231,10 @@ class _Resolver:
             close = [lowered[c] for c in difflib.get_close_matches(name.lower(), lowered, n=3)]
         if close:
             return f"{message}; closest installed plugins: {', '.join(close)}"
-        return f"{message}; installed plugins: {', '.join(choices) or '(none)'}"
+        return (
+            f"{message}; installed plugins: {', '.join(choices) or '(none)'} "
+            "('pluggable-scheduler plugins needs CONFIG' looks for its distribution on an index)"
+        )
 
     def validate_args(self, name: str, args: Mapping[str, Any], path: str) -> BaseModel | None:
         """Validate ``args`` for plugin ``name``; kube's ``apiVersion``/``kind`` are stripped."""

@@ -11,16 +11,12 @@ feeding plugins data they were never meant to see.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.model.names import label_value_errors, qualified_name_errors
 from scheduler.state.pod import InvalidPodError
 
-_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-NAME_MAX = 63
-PREFIX_MAX = 253
 ANNOTATIONS_MAX_BYTES = 256 * 1024  # kube's TotalAnnotationSizeLimitB
 
 
@@ -30,31 +26,14 @@ def _shown(text: str, limit: int = 40) -> str:
 
 def label_key_problem(key: str) -> str | None:
     """Why ``key`` is not a valid label key (kube's IsQualifiedName), or None."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > PREFIX_MAX or not _DNS_SUBDOMAIN.match(prefix)):
-        return f"key {_shown(key)}: prefix must be a DNS subdomain of at most {PREFIX_MAX} chars"
-    if not name:
-        return f"key {_shown(key)}: name part must not be empty"
-    if len(name) > NAME_MAX:
-        return f"key {_shown(key)}: name part must be no more than {NAME_MAX} characters"
-    if not _NAME.match(name):
-        return (
-            f"key {_shown(key)}: name part must consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-    return None
+    errs = qualified_name_errors(key)
+    return f"key {_shown(key)}: " + "; ".join(errs) if errs else None
 
 
 def label_value_problem(value: str) -> str | None:
     """Why ``value`` is not a valid label value (kube's IsValidLabelValue), or None."""
-    if len(value) > NAME_MAX:
-        return f"value {_shown(value)}: must be no more than {NAME_MAX} characters"
-    if not _NAME.match(value):
-        return (
-            f"value {_shown(value)}: must be empty or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character"
-        )
-    return None
+    errs = label_value_errors(value)
+    return f"value {_shown(value)}: " + "; ".join(errs) if errs else None
 
 
 def check_pod_metadata(raw: Mapping[str, Any]) -> None:

@@ -41,6 +41,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from scheduler import __version__
 from scheduler.kube.errors import (
     ApiError,
     Gone,
@@ -61,7 +62,7 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 _PROTOBUF = "application/vnd.kubernetes.protobuf"
 _IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
-_USER_AGENT = "pluggable-scheduler/0.1.0 (kubernetes-asyncio)"
+_USER_AGENT = f"pluggable-scheduler/{__version__} (kubernetes-asyncio)"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "OPTIONS", "DELETE"})
 _DUMPS = orjson.OPT_NON_STR_KEYS  # json.dumps turns int keys into strings too
 

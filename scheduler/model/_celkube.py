@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
-from scheduler.model._names import go_quote
+from scheduler.model._quote import go_quote
 from scheduler.model.quantity import QuantityError, parse_quantity_parts
 
 __all__ = [

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final, Literal
 
-from scheduler.model._names import go_quote
+from scheduler.model._quote import go_quote
 
 __all__ = [
     "MAX_INTEGER_DIGITS",

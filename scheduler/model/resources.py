@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any, Final
 
-from scheduler.model._names import go_quote, label_key_errors
+from scheduler.model._quote import go_quote
+from scheduler.model.names import qualified_name_errors
 from scheduler.model.quantity import QuantityError, ceil_fraction, parse_quantity
 
 __all__ = [
@@ -98,7 +99,7 @@ def is_extended_resource_name(name: str) -> bool:
         return False
     if name.startswith(_QUOTA_REQUESTS_PREFIX):
         return False
-    return not label_key_errors(_QUOTA_REQUESTS_PREFIX + name)
+    return not qualified_name_errors(_QUOTA_REQUESTS_PREFIX + name)
 
 
 def is_scalar_resource_name(name: str) -> bool:

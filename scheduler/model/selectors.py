@@ -29,7 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple
 
-from scheduler.model._names import go_quote, label_key_errors, label_value_errors
+from scheduler.model._quote import go_quote
+from scheduler.model.names import label_value_errors, qualified_name_errors
 
 __all__ = [
     "NODE_FIELD_NAME",
@@ -313,7 +314,7 @@ def _field_matches(requirement: Requirement, fields: Mapping[str, str]) -> bool:
 def _requirement(key: str, op: Operator, values: Sequence[str], path: str) -> Requirement:
     """Build a requirement, validating it as ``labels.NewRequirement`` does."""
     problems: list[str] = []
-    key_errors = label_key_errors(key)
+    key_errors = qualified_name_errors(key)
     if key_errors:
         problems.append(f"key {go_quote(key)}: " + "; ".join(key_errors))
     if op in ("In", "NotIn") and not values:
@@ -464,7 +465,7 @@ class _Parser:
         if kind != _IDENT:
             raise self.fail(f"found {literal!r}, expected: identifier")
         key = literal
-        key_errors = label_key_errors(key)
+        key_errors = qualified_name_errors(key)
         if key_errors:
             raise self.fail(f"key {go_quote(key)}: " + "; ".join(key_errors))
         if negated:

@@ -50,12 +50,12 @@ from typing import Any
 
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.daemon.daemon import Daemon
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.resources import ResourceType
-from scheduler.emulator.watch import Change
 from scheduler.engine.queue import BACKOFF, scheduling_relevant_change
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.watch import Change
 
 QUIET_CHECKS = 3  # consecutive idle checks before declaring the run settled
 CHECK_INTERVAL = 0.05

@@ -1,6 +1,6 @@
-"""Test infrastructure shared by the suite and by plugin authors.
+"""The plugin author's test kit: call hooks directly, or run a whole daemon on a cluster file.
 
-`scheduler.testing.controlplane` builds and runs a real kube-apiserver + etcd
-(and kube-scheduler as the reference peer) so that the same tests can run
-against the real thing as well as against the built-in emulator.
+Opt-in for pytest (``-p scheduler.testing.pytest_plugin``); nothing here is
+loaded by the daemon. The real control plane the suite also runs against is
+built by :mod:`scheduler.tools.controlplane`.
 """

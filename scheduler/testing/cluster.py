@@ -1,6 +1,6 @@
 """An emulated cluster for tests: the built-in API server on the test's event loop.
 
-:class:`EmulatedCluster` wraps :class:`~scheduler.emulator.EmulatorServer`
+:class:`EmulatedCluster` wraps :class:`~scheduler.simulation.emulator.EmulatorServer`
 with the few operations a plugin test needs (create, patch, delete, read
 objects and events). Changes go straight into the emulator's store, so
 watchers - the scheduler under test - see them as ordinary watch events.
@@ -14,11 +14,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.clusterfile import load_cluster_file, load_objects
-from scheduler.emulator.errors import ApiError
-from scheduler.emulator.patch import merge_patch
-from scheduler.emulator.resources import ResourceType
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.clusterfile import load_cluster_file, load_objects
+from scheduler.simulation.emulator.patch import merge_patch
+from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.statuserrors import ApiError
 
 Obj = dict[str, Any]
 

@@ -1,8 +1,12 @@
 """pytest fixtures for plugin authors: an emulated cluster and the real scheduler on it.
 
-Enabled automatically when ``pluggable-scheduler`` is installed (``pytest11``
-entry point), or explicitly with ``-p scheduler.testing.pytest_plugin``. The
-fixtures are async factories (they need ``pytest-asyncio``) and
+Opt-in: a test suite enables it with ``-p scheduler.testing.pytest_plugin``
+(e.g. ``addopts`` in ``[tool.pytest.ini_options]``) or
+``pytest_plugins = ["scheduler.testing.pytest_plugin"]`` in its top-level
+conftest. It is deliberately not a ``pytest11`` entry point: that would import
+the scheduler (about 2 s) into every pytest session of every environment
+where pluggable-scheduler is installed, whether the suite uses the fixtures
+or not. The fixtures are async factories (they need ``pytest-asyncio``) and
 function-scoped: everything a test starts is stopped when it ends::
 
     async def test_lands_on_labelled_node(emulated_cluster, running_scheduler):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.bench.perf import report, runner, workloads
 from scheduler.cli.main import main as cli_main
-from scheduler.testing import controlplane
+from scheduler.tools import controlplane
+from scheduler.tools.bench.perf import report, runner, workloads
 
 
 def _kube_scheduler_built() -> bool:
@@ -194,7 +194,7 @@ async def test_volume_objects_are_valid_on_the_emulator() -> None:
     """The emulator validates storage objects as kube-apiserver does (422 on
     invalid): every volume workload's objects, created with the harness's own
     client (status writes included), end up Bound."""
-    from scheduler.emulator import EmulatorServer
+    from scheduler.simulation.emulator import EmulatorServer
 
     for name in workloads.VOLUME_WORKLOADS:
         workload = workloads.build(name, nodes=3, init_pods=2, pods=2)
@@ -322,7 +322,7 @@ async def test_dra_objects_are_valid_on_the_emulator() -> None:
     """The emulator validates resource.k8s.io as kube-apiserver does: every DRA
     object is accepted, its claim controller makes each pod's claim from the
     template and records it in the pod's status, and the init claims stay allocated."""
-    from scheduler.emulator import EmulatorServer
+    from scheduler.simulation.emulator import EmulatorServer
 
     for name in workloads.DRA_WORKLOADS:
         workload = workloads.build(name, nodes=3, init_pods=4, pods=2)

@@ -362,6 +362,26 @@ def test_unknown_plugin_without_close_match_lists_all_installed() -> None:
     assert "installed plugins: AsyncBinder, Coscheduling," in line
 
 
+def test_uninstalled_plugin_we_publish_names_its_distribution() -> None:
+    (line,) = problems(
+        {"schedulerName": "p", "plugins": {"multiPoint": {"enabled": [{"name": "LoadAware"}]}}}
+    )
+    assert line == (
+        "profiles[0].plugins.multiPoint.enabled[0].name: plugin 'LoadAware' is not installed: "
+        "it is provided by the distribution scheduler-plugin-loadaware: "
+        "pip install scheduler-plugin-loadaware"
+    )
+
+
+def test_unknown_plugin_points_at_plugins_needs() -> None:
+    (line,) = problems(
+        {"schedulerName": "p", "plugins": {"multiPoint": {"enabled": [{"name": "Zzzzzz"}]}}}
+    )
+    assert line.endswith(
+        "('pluggable-scheduler plugins needs CONFIG' looks for its distribution on an index)"
+    )
+
+
 def not_implemented(name: str) -> str:
     return (
         f"plugin {name!r} is a kube-scheduler 1.36 plugin "

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     ControlPlane,
     KubeControllerManagerProcess,
     RestClient,

@@ -12,8 +12,8 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
-from scheduler.testing import controlplane
-from scheduler.testing.controlplane import (
+from scheduler.tools import controlplane
+from scheduler.tools.controlplane import (
     KUBE_SCHEDULER,
     SCHEDULER_SERVICE_ACCOUNT,
     UNPRIVILEGED,
@@ -193,7 +193,7 @@ def test_processes_die_with_a_killed_test_process(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     script = (
         "import pathlib, time\n"
-        "from scheduler.testing.controlplane import start_control_plane\n"
+        "from scheduler.tools.controlplane import start_control_plane\n"
         f"with start_control_plane(workdir=pathlib.Path({str(tmp_path / 'cp')!r})) as plane:\n"
         f"    pathlib.Path({str(pid_file)!r}).write_text("
         "' '.join(str(p.popen.pid) for p in plane._processes))\n"

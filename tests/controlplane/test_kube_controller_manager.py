@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     VOLUME_CONTROLLERS,
     ControlPlane,
     KubeControllerManagerProcess,

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scheduler.testing.controlplane import KUBE_SCHEDULER, ControlPlane, run_kube_scheduler
+from scheduler.tools.controlplane import KUBE_SCHEDULER, ControlPlane, run_kube_scheduler
 
 if TYPE_CHECKING:
     from conftest import SpreadScenario

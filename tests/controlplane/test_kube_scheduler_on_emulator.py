@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
-from scheduler.testing.controlplane import RestClient, ensure_binaries, run_kube_scheduler
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.tools.controlplane import RestClient, ensure_binaries, run_kube_scheduler
 
 if TYPE_CHECKING:
     from conftest import SpreadScenario

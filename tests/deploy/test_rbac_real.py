@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     ControlPlane,
     RestClient,
     StaticUser,

@@ -36,11 +36,14 @@ EXECUTED = {
     "pluggable-scheduler simulate --cluster cluster.yaml --config config.yaml": "the guide's YAML",
     "python -m build": "pip wheel --no-build-isolation (same backend), entry point checked",
 }
+# Run by tests/release/test_install_by_name.py against a package index on loopback.
+EXECUTED_ELSEWHERE = {
+    "twine check --strict dist/*": "PackageIndex.release, on the scaffolded ZoneGate",
+    "twine upload dist/*": "PackageIndex.release uploads to the test index",
+    "pip install scheduler-plugin-zone-gate": "by name, from the test index",
+}
 NOT_EXECUTED = {
-    "python -m pip install build twine": "installs publishing tools from PyPI",
-    "twine check dist/*": "needs twine, a publishing tool",
-    "twine upload dist/*": "publishes to PyPI: needs credentials",
-    "pip install scheduler-plugin-zone-gate": "installs from PyPI what was never published",
+    "python -m pip install build twine": "installs publishing tools (requirements-dev has them)",
 }
 
 
@@ -78,7 +81,7 @@ def test_every_hook_is_documented() -> None:
 
 def test_every_command_is_accounted_for() -> None:
     typed = commands(guide())
-    unknown = sorted(set(typed) - set(EXECUTED) - set(NOT_EXECUTED))
+    unknown = sorted(set(typed) - set(EXECUTED) - set(EXECUTED_ELSEWHERE) - set(NOT_EXECUTED))
     assert not unknown, f"commands in the guide that no test runs or excuses: {unknown}"
     assert set(EXECUTED) <= set(typed), "EXECUTED lists commands the guide no longer has"
 

@@ -21,11 +21,11 @@ import pytest
 
 from scheduler.config.loading import load_config
 from scheduler.daemon.daemon import Daemon
-from scheduler.emulator.claimcontroller import ClaimController
-from scheduler.emulator.volumecontroller import VolumeController
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound
+from scheduler.simulation.emulator.claimcontroller import ClaimController
+from scheduler.simulation.emulator.volumecontroller import VolumeController
 from tests.conftest import KubeBackend
 from tests.e2e.plugins import catalog_with_test_plugins
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.errors import ApiError
+from scheduler.simulation.emulator import EmulatorServer
 from tests.e2e.conftest import (
     Cluster,
     RunningDaemon,

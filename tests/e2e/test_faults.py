@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio import client as k8s
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 

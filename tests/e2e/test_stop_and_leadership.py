@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.leaderelection import micro_time
+from scheduler.simulation.emulator import EmulatorServer
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 #: How long a stop may take: the daemon's bounded shutdown steps plus interpreter exit.

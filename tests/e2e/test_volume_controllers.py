@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.testing.controlplane import KubeControllerManagerProcess
+from scheduler.tools.controlplane import KubeControllerManagerProcess
 
 
 async def test_a_claim_is_bound_to_the_matching_volume(

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.clusterfile import parse_cluster_text
 from scheduler.errors import UserError
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.clusterfile import parse_cluster_text
 
 from .kube_helpers import pod, raw
 

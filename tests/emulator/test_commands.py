@@ -78,7 +78,7 @@ def test_benchmark_runs_and_reports_figures() -> None:
         [
             sys.executable,
             "-m",
-            "scheduler.bench.emulator",
+            "scheduler.tools.bench.emulator",
             "--nodes",
             "20",
             "--pods",

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.claimcontroller import generate_name
-from scheduler.emulator.clusterfile import load_cluster_file, parse_cluster_text
 from scheduler.errors import UserError
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.claimcontroller import generate_name
+from scheduler.simulation.emulator.clusterfile import load_cluster_file, parse_cluster_text
 
 from .kube_helpers import api_client, get, pod, post, raw
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 
 from .kube_helpers import WatchStream, pod, raw, read_json
 

@@ -52,6 +52,57 @@ async def test_bad_label_selector_is_400(api_client: client.ApiClient, namespace
     assert exc.value.status == 400
 
 
+LABEL_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+NAME_PART_RULE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+
+
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ("!A_", f'<nil>: Invalid value: "A_": {NAME_PART_RULE}'),
+        ("A_==-a", f'<nil>: Invalid value: "A_": {NAME_PART_RULE}'),
+        ("k!=-a", f'values[0][k]: Invalid value: "-a": {LABEL_VALUE_RULE}'),
+        ("k in (-a,-a)", f'values[0][k]: Invalid value: "-a": {LABEL_VALUE_RULE}'),
+        (
+            "k in (-b,-a)",
+            f'[values[0][k]: Invalid value: "-a": {LABEL_VALUE_RULE}, '
+            f'values[1][k]: Invalid value: "-b": {LABEL_VALUE_RULE}]',
+        ),
+        ("x>-1", f'values[0][x]: Invalid value: "-1": {LABEL_VALUE_RULE}'),
+        (
+            "x>99999999999999999999",
+            'values[0]: Invalid value: "99999999999999999999": '
+            "for 'Gt', 'Lt' operators, the value must be an integer",
+        ),
+    ],
+)
+async def test_bad_label_selector_texts(
+    api_client: client.ApiClient, namespace: str, selector: str, message: str
+) -> None:
+    """The apiserver's 400 names the bad key or value with the label rules' own texts."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    status, answer, _ = await raw(api_client, "GET", path, params={"labelSelector": selector})
+    assert status == 400, answer
+    assert answer["message"] == "unable to parse requirement: " + message
+
+
+async def test_empty_set_is_the_empty_value(api_client: client.ApiClient, namespace: str) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("blank", labels={"k": ""}))
+    await core.create_namespaced_pod(namespace, pod("set", labels={"k": "v"}))
+    assert await _names(core, namespace, label_selector="k in ()") == ["blank"]
+    assert await _names(core, namespace, label_selector="k notin ()") == ["set"]
+
+
 async def test_field_selectors(api_client: client.ApiClient, namespace: str) -> None:
     core = client.CoreV1Api(api_client)
     await core.create_namespaced_pod(namespace, pod("bound", scheduler="custom"))

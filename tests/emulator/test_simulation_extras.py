@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client, config
 
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.errors import UserError
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
 from .kube_helpers import WatchStream, binding, pod, raw
 

@@ -300,6 +300,45 @@ INVALID = [
         },
     ),
     (
+        {**pod("v10b"), "metadata": {"name": "v10b", "labels": {"a/b/c": "v"}}},
+        {
+            (
+                "metadata.labels",
+                "FieldValueInvalid",
+                'Invalid value: "a/b/c": a valid label key must consist of alphanumeric '
+                "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional "
+                "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+            )
+        },
+    ),
+    (
+        {**pod("v10c"), "metadata": {"name": "v10c", "labels": {"a" * 254 + "/b": "v"}}},
+        {
+            (
+                "metadata.labels",
+                "FieldValueInvalid",
+                f'Invalid value: "{"a" * 254}/b": prefix part must be no more than 253 bytes',
+            )
+        },
+    ),
+    (
+        {**pod("v10d"), "metadata": {"name": "A" * 254}},
+        {
+            (
+                "metadata.name",
+                "FieldValueInvalid",
+                f'Invalid value: "{"A" * 254}": must be no more than 253 characters',
+            ),
+            (
+                "metadata.name",
+                "FieldValueInvalid",
+                f'Invalid value: "{"A" * 254}": {SUBDOMAIN_MSG}',
+            ),
+        },
+    ),
+    (
         {**pod("v11"), "metadata": {"name": "v11", "annotations": {"k": "x" * 262144}}},
         {
             (
@@ -465,6 +504,20 @@ async def test_invalid_name_and_generate_name(api_client: client.ApiClient, name
         api_client, namespace, {**pod("x"), "metadata": {"generateName": "ok-"}}
     )
     assert status == 201 and answer["metadata"]["name"].startswith("ok-")
+
+
+async def test_namespace_names_are_dns_labels(api_client: client.ApiClient) -> None:
+    status, answer, _ = await raw(
+        api_client, "POST", "/api/v1/namespaces", body={"metadata": {"name": "not.a.label"}}
+    )
+    assert status == 422, answer
+    assert causes(answer) == {
+        (
+            "metadata.name",
+            "FieldValueInvalid",
+            'Invalid value: "not.a.label": must not contain dots',
+        )
+    }
 
 
 async def test_updates_are_validated_too(api_client: client.ApiClient, namespace: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 
 from .kube_helpers import api_client, get, pod, post, raw
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kubernetes_asyncio import client, config, watch
 
-from scheduler.emulator import EmulatorServer
+from scheduler.simulation.emulator import EmulatorServer
 
 from .kube_helpers import WatchStream, binding, pod, read_json
 

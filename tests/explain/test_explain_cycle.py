@@ -15,10 +15,10 @@ from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.cli.explain_cmd import load_pod_file, render_text
 from scheduler.cli.main import main
 from scheduler.config import load_config
-from scheduler.emulator.clusterfile import load_cluster_file
 from scheduler.errors import UserError
 from scheduler.framework.explain import explain
 from scheduler.framework.loader import PluginCatalog
+from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "examples" / "explain-cluster.yaml"

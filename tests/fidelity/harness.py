@@ -83,7 +83,7 @@ from scheduler.plugins.dynamicresources.plugin import DynamicResources
 from scheduler.plugins.dynamicresources.plugin import _State as DraState
 from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
 from scheduler.plugins.volumes.binding import VolumeBinding
-from scheduler.testing.controlplane import RestClient
+from scheduler.tools.controlplane import RestClient
 from tests.fidelity.scenarios import (
     SAMPLING_PERCENTAGE,
     SAMPLING_PROFILE,

@@ -56,7 +56,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.testing.controlplane import (
+from scheduler.tools.controlplane import (
     DRA_CONTROLLERS,
     KUBE_SCHEDULER,
     ControlPlane,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.testing.controlplane import RestClient
+from scheduler.tools.controlplane import RestClient
 from tests.fidelity.harness import (
     KubeSide,
     availability,

@@ -11,38 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from scheduler.testing.controlplane import ControlPlane, ControlPlaneError, start_control_plane
+from scheduler.tools.controlplane import ControlPlane, ControlPlaneError, start_control_plane
+from scheduler.tools.packageindex import PackageIndex
 from tests.image.baseimage import BaseImageUnavailable, import_base_image
 from tests.image.engine import DockerEngine, EngineUnavailable, Progress, docker_engine
-from tests.image.packages import (
-    REPO,
-    PipSource,
-    build_distributions,
-    ensure_dependency_wheelhouse,
-    serve_directory,
-)
-
-CONTRIB: tuple[Path, ...] = tuple(sorted((REPO / "plugins-contrib").glob("*/pyproject.toml")))
-
-
-@pytest.fixture(scope="session")
-def progress(request: pytest.FixtureRequest) -> Progress:
-    """Print a line on the terminal now, past pytest's capturing."""
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-
-    def say(message: str) -> None:
-        uncaptured = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
-        with uncaptured:
-            print(f"\n[image] {message}", file=sys.stderr, flush=True)
-
-    return say
+from tests.image.packages import REPO, PipSource
 
 
 @dataclass
@@ -95,15 +74,13 @@ def base_image(docker: Docker, progress: Progress) -> str:
 
 
 @pytest.fixture(scope="session")
-def pip_source(progress: Progress, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PipSource]:
-    """pip's packages for image builds: the locked dependencies plus our freshly built dists."""
-    dependencies = ensure_dependency_wheelhouse(progress)
-    dists = tmp_path_factory.mktemp("dists")
-    build_distributions([REPO, *(p.parent for p in CONTRIB)], dists, progress)
-    with serve_directory(dependencies) as dependencies_url, serve_directory(dists) as dists_url:
-        # Our distributions from a package index instead (uploaded to it with twine):
-        # PipSource(find_links=(dependencies_url,), index_url=f"{index_url}/simple/")
-        yield PipSource(find_links=(dependencies_url, dists_url))
+def pip_source(package_index: PackageIndex) -> PipSource:
+    """pip's packages for image builds: this release's package index (tests/conftest.py).
+
+    Our distributions were uploaded to it with twine; a derived image's
+    ``pip install scheduler-plugin-foo`` finds them by name, as users' will.
+    """
+    return PipSource(index_url=package_index.simple_url)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import yaml
 
 from scheduler.model.quantity import parse_quantity
-from scheduler.testing.controlplane import ControlPlane
+from scheduler.tools.controlplane import ControlPlane
 from tests.deploy.conftest import (
     BASE,
     DEPLOY,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient, RetryPolicy
+from scheduler.simulation.emulator import EmulatorServer
 from tests.kube.helpers import FAST_RETRY
 
 ClientFactory = Callable[..., Awaitable[KubeClient]]

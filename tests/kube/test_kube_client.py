@@ -20,8 +20,6 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.config import incluster_config, kube_config
 
 from scheduler.api import BindOutcome, BindResult, Code, PodInfo, bind_pod
-from scheduler.emulator import EmulatorServer
-from scheduler.emulator.errors import ApiError as EmulatedError
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.errors import (
     AlreadyExists,
@@ -33,6 +31,8 @@ from scheduler.kube.errors import (
     TooManyRequests,
     error_from_response,
 )
+from scheduler.simulation.emulator import EmulatorServer
+from scheduler.simulation.emulator.statuserrors import ApiError as EmulatedError
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import node, pod
 

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 from scheduler.api import PodInfo, bind_pod
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder, object_reference
+from scheduler.simulation.emulator import EmulatorServer
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import pod
 

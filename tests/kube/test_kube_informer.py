@@ -10,9 +10,9 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.informer import Informer, object_key, strip_managed_fields
+from scheduler.simulation.emulator import EmulatorServer
 from tests.kube.helpers import eventually, node, pod
 
 PODS = "/api/v1/pods"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.emulator import EmulatorServer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.leaderelection import LeaderElector, micro_time
+from scheduler.simulation.emulator import EmulatorServer
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import eventually
 

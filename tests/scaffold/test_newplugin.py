@@ -9,11 +9,23 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
+from scheduler import __version__
 from scheduler.api.version import PLUGIN_API_VERSION
 from scheduler.cli.main import main
 from scheduler.errors import UserError
-from scheduler.scaffold import PluginNames, render, scaffold, validate_plugin_name
+from scheduler.tools.scaffold import (
+    PluginNames,
+    core_requirement,
+    render,
+    scaffold,
+    validate_plugin_name,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -56,10 +68,16 @@ def test_generated_files(tmp_path: Path) -> None:
     names, target, written = scaffold("ZoneGate", tmp_path / "zg")
     assert target == tmp_path / "zg"
     assert sorted(p.relative_to(target).as_posix() for p in written) == [
+        ".github/workflows/ci.yml",
+        ".github/workflows/publish.yml",
+        ".gitignore",
+        "CHANGELOG.md",
+        "LICENSE",
         "README.md",
         "pyproject.toml",
         "scheduler_plugin_zone_gate/__init__.py",
         "scheduler_plugin_zone_gate/plugin.py",
+        "scheduler_plugin_zone_gate/py.typed",
         "tests/test_plugin.py",
     ]
     project = tomllib.loads((target / "pyproject.toml").read_text())
@@ -67,7 +85,14 @@ def test_generated_files(tmp_path: Path) -> None:
     assert project["project"]["entry-points"]["scheduler.plugins"] == {
         "ZoneGate": "scheduler_plugin_zone_gate.plugin:ZoneGate"
     }
-    assert any(d.startswith("pluggable-scheduler>=") for d in project["project"]["dependencies"])
+    assert core_requirement() in project["project"]["dependencies"]
+    assert project["project"]["license"] == "Apache-2.0"
+    assert project["project"]["license-files"] == ["LICENSE"]
+    assert "Typing :: Typed" in project["project"]["classifiers"]
+    assert "urls" not in project["project"]  # no repository given: no made-up links
+    assert (target / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    changelog = (target / "CHANGELOG.md").read_text()
+    assert f"| 0.1.0 (unreleased) | {PLUGIN_API_VERSION} | `{core_requirement()}` |" in changelog
     assert "pytest-asyncio>=0.24" in project["project"]["optional-dependencies"]["test"]
     plugin = (target / "scheduler_plugin_zone_gate/plugin.py").read_text()
     assert f'api_version = "{PLUGIN_API_VERSION}"' in plugin
@@ -115,3 +140,53 @@ def test_cli_default_directory_and_errors(
     err = capsys.readouterr().err
     assert "a plugin named 'NodeResourcesFit' is already installed" in err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+@pytest.mark.parametrize(
+    ("api_version", "first", "expected"),
+    [
+        ("1.3", "0.1.0", "pluggable-scheduler>=0.1.0,<1"),
+        ("1.0", "0.1.0", "pluggable-scheduler>=0.1.0,<1"),
+        ("2.0", "0.2.0", "pluggable-scheduler>=0.2.0,<2"),
+    ],
+)
+def test_core_requirement_spans_the_releases_of_one_api_major(
+    api_version: str, first: str, expected: str
+) -> None:
+    assert core_requirement(api_version, first) == expected
+
+
+def test_core_requirement_admits_this_release() -> None:
+    spec = SpecifierSet(core_requirement().removeprefix("pluggable-scheduler"))
+    assert Version(__version__) in spec
+
+
+def test_repository_url_gives_project_links(tmp_path: Path) -> None:
+    url = "https://github.com/me/scheduler-plugin-zone-gate"
+    _, target, _ = scaffold("ZoneGate", tmp_path / "zg", repository_url=url)
+    urls = tomllib.loads((target / "pyproject.toml").read_text())["project"]["urls"]
+    assert urls == {
+        "Homepage": url,
+        "Repository": url,
+        "Issues": f"{url}/issues",
+        "Changelog": f"{url}/blob/main/CHANGELOG.md",
+    }
+    with pytest.raises(UserError, match=r"invalid --repository-url 'git@github\.com:me/x'"):
+        scaffold("ZoneGate", tmp_path / "other", repository_url="git@github.com:me/x")
+    assert not (tmp_path / "other").exists()
+
+
+def test_workflows_test_build_and_publish(tmp_path: Path) -> None:
+    _, target, _ = scaffold("ZoneGate", tmp_path / "zg")
+    ci = yaml.safe_load((target / ".github/workflows/ci.yml").read_text())
+    ci_steps = " ".join(str(step.get("run", "")) for step in ci["jobs"]["test"]["steps"])
+    for command in ("pip install -e '.[test]'", "pytest", "python -m build", "twine check"):
+        assert command in ci_steps
+    publish = yaml.safe_load((target / ".github/workflows/publish.yml").read_text())
+    assert publish[True] == {"release": {"types": ["published"]}}  # YAML 1.1: `on` is True
+    job = publish["jobs"]["publish"]
+    assert job["permissions"] == {"id-token": "write"}  # PyPI trusted publishing
+    assert job["environment"]["url"] == "https://pypi.org/project/scheduler-plugin-zone-gate/"
+    assert any(
+        step.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for step in job["steps"]
+    )

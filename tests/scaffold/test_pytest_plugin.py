@@ -13,8 +13,6 @@ from scheduler.api.cyclestate import CycleState
 from scheduler.errors import UserError
 from scheduler.testing.objects import make_node, make_pod
 
-pytest_plugins = ["scheduler.testing.pytest_plugin"]
-
 
 class OnlyZoneB(Plugin):
     """Filter for the tests: only nodes labelled zone=b."""

@@ -18,8 +18,8 @@ from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.config.loading import load_config
 from scheduler.config.models import SchedulerConfiguration
-from scheduler.emulator.store import Store
 from scheduler.framework.loader import PluginCatalog
+from scheduler.simulation.emulator.store import Store
 from scheduler.simulation.simulate import (
     ERROR_LIMIT,
     ERROR_REPEATS,

@@ -18,9 +18,9 @@ from typing import Any
 import yaml
 from scheduler.config import load_config
 from scheduler.daemon.daemon import Daemon
-from scheduler.emulator import EmulatorServer
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
+from scheduler.simulation.emulator import EmulatorServer
 
 from scheduler_plugin_coscheduling import POD_GROUP_LABEL, Coscheduling, crd_manifest
 

@@ -1,0 +1,270 @@
+"""Decision time per pod with the default profile at scheduler_perf scale.
+
+What is timed is one :meth:`Algorithm.schedule` call: PreFilter, Filter,
+PreScore, Score, NormalizeScore and the pick, i.e. what kube-scheduler's
+``scheduling_algorithm_duration_seconds`` measures. The profile is the
+default one, built through :func:`build_profiles` from the default config
+with every installed default plugin, exactly as the daemon builds it.
+
+Workloads follow kube-scheduler's ``test/integration/scheduler_perf``:
+
+- SchedulingBasic: nodes as ``node-default.yaml`` (4 cpu, 32Gi, 110 pods),
+  labelled with a hostname and one of three zones; pods as
+  ``pod-default.yaml`` (one pause container requesting and limited to 100m
+  cpu and 500Mi memory, container port 80).
+- SchedulingPodAntiAffinity: pods as ``pod-with-pod-anti-affinity.yaml``
+  (labelled ``color: green``, required anti-affinity to ``color: green`` on
+  ``kubernetes.io/hostname`` over namespaces sched-0 and sched-1, same
+  requests), so every pod needs a node of its own.
+
+The existing pods (1,000 by default, namespace sched-0) are placed first,
+one per node, as scheduler_perf's init pods end up. Each measured pod
+(namespace sched-1) is then added to the table on the node chosen for it,
+as the scheduler's assume step does, so the cluster fills as in a real run.
+
+Run: ``python -m scheduler.tools.bench.decision [--nodes N] [--init-pods N]
+[--pods N] [--workload NAME] [--cprofile]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.cli.common import DEFAULT_CONFIG
+from scheduler.config import load_config
+from scheduler.framework.cycle import Algorithm
+from scheduler.framework.handle import FrameworkHandle, StaticStores
+from scheduler.framework.loader import PluginCatalog
+from scheduler.framework.profile import Profile, build_profiles
+from scheduler.observability.logging import QUIET, configure_logging
+from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
+from scheduler.tools.bench.objects import HOSTNAME, bench_node
+
+PAUSE = "registry.k8s.io/pause:3.10"
+WARMUP = 20
+
+
+def node_object(i: int) -> dict[str, Any]:
+    """scheduler_perf's node template: 4 cpu, 32Gi, 110 pods."""
+    return bench_node(f"node-{i}", i, cpu="4", memory="32Gi")
+
+
+def _container() -> dict[str, Any]:
+    resources = {"cpu": "100m", "memory": "500Mi"}
+    return {
+        "name": "pause",
+        "image": PAUSE,
+        "ports": [{"containerPort": 80}],
+        "resources": {"limits": dict(resources), "requests": dict(resources)},
+    }
+
+
+def basic_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
+    spec: dict[str, Any] = {"containers": [_container()], "schedulerName": "pluggable-scheduler"}
+    if node is not None:
+        spec["nodeName"] = node
+    return PodInfo.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"},
+            "spec": spec,
+        }
+    )
+
+
+def anti_affinity_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
+    term = {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": HOSTNAME,
+        "namespaces": ["sched-1", "sched-0"],
+    }
+    spec: dict[str, Any] = {
+        "containers": [_container()],
+        "schedulerName": "pluggable-scheduler",
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    return PodInfo.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": f"{namespace}-{name}",
+                "labels": {"color": "green"},
+            },
+            "spec": spec,
+        }
+    )
+
+
+PodFactory = Callable[[str, str, "str | None"], PodInfo]
+WORKLOADS: dict[str, PodFactory] = {
+    "SchedulingBasic": basic_pod,
+    "SchedulingPodAntiAffinity": anti_affinity_pod,
+}
+
+
+@dataclass
+class Setup:
+    table: NodeTable
+    profile: Profile
+    algorithm: Algorithm
+
+
+def build(num_nodes: int, init_pods: int, make_pod: PodFactory, batching: bool = False) -> Setup:
+    """The default profile over ``num_nodes`` nodes with ``init_pods`` pods placed.
+
+    ``batching`` turns on the daemon's reuse of node-local results across
+    identical pods; off, every decision filters and scores every node.
+    """
+    table = NodeTable(capacity=max(64, num_nodes))
+    for i in range(num_nodes):
+        table.upsert_node(node_object(i))
+    for i in range(init_pods):
+        node = f"node-{i % num_nodes}"
+        table.add_pod(make_pod(f"init-{i}", "sched-0", node))
+    stores = StaticStores()
+    config = load_config(DEFAULT_CONFIG)
+    profiles = build_profiles(
+        config,
+        PluginCatalog.discover(),
+        lambda name: FrameworkHandle(name, table, store_provider=stores),
+    )
+    profile = profiles["pluggable-scheduler"]
+    return Setup(table, profile, Algorithm(profile.framework, seed=0, batching=batching))
+
+
+def run_pods(setup: Setup, pods: list[PodInfo]) -> list[float]:
+    """Decide each pod, assume it onto its node; returns the decision times (seconds)."""
+    table, algorithm = setup.table, setup.algorithm
+    framework = setup.profile.framework
+    percentage = setup.profile.resolved.percentage_of_nodes_to_score
+    samples = []
+    clock = time.perf_counter
+    for pod in pods:
+        state = framework.new_cycle_state()
+        start = clock()
+        result = algorithm.schedule(state, pod, table, percentage)
+        samples.append(clock() - start)
+        if result.node is None:
+            raise RuntimeError(f"pod {pod.key} did not fit: {result.status}")
+        table.add_pod(pod, result.node)
+    return samples
+
+
+@dataclass
+class Figures:
+    workload: str
+    nodes: int
+    init_pods: int
+    pods: int
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+
+    def line(self) -> str:
+        return (
+            f"{self.workload:<26} mean {self.mean_ms:7.3f} ms  p50 {self.p50_ms:7.3f} ms  "
+            f"p90 {self.p90_ms:7.3f} ms  p99 {self.p99_ms:7.3f} ms  "
+            f"(~{1000 / self.mean_ms:,.0f} decisions/s)"
+        )
+
+
+def _percentile(sorted_samples: list[float], q: float) -> float:
+    index = min(len(sorted_samples) - 1, max(0, round(q * (len(sorted_samples) - 1))))
+    return sorted_samples[index]
+
+
+def measure(
+    workload: str, num_nodes: int, init_pods: int, pods: int, batching: bool = False
+) -> Figures:
+    make_pod = WORKLOADS[workload]
+    setup = build(num_nodes, init_pods, make_pod, batching)
+    measured = [make_pod(f"pod-{i}", "sched-1", None) for i in range(pods + WARMUP)]
+    samples = run_pods(setup, measured)[WARMUP:]
+    ms = sorted(s * 1000 for s in samples)
+    return Figures(
+        workload + (" (batched)" if batching else ""),
+        num_nodes,
+        init_pods,
+        len(ms),
+        statistics.fmean(ms),
+        _percentile(ms, 0.50),
+        _percentile(ms, 0.90),
+        _percentile(ms, 0.99),
+    )
+
+
+def profile_workload(
+    workload: str, num_nodes: int, init_pods: int, pods: int, top: int = 25
+) -> str:
+    """cProfile of the decisions of ``pods`` pods; the top entries by own time."""
+    make_pod = WORKLOADS[workload]
+    setup = build(num_nodes, init_pods, make_pod)
+    measured = [make_pod(f"pod-{i}", "sched-1", None) for i in range(pods)]
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run_pods(setup, measured)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m scheduler.tools.bench.decision",
+        description="Decision time per pod (Algorithm.schedule) with the default profile.",
+    )
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--init-pods", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=1000, help="measured pods per workload")
+    parser.add_argument(
+        "--workload", choices=[*WORKLOADS, "all"], default="all", help="default: all"
+    )
+    parser.add_argument(
+        "--cprofile",
+        action="store_true",
+        help="also print a cProfile of the SchedulingBasic decisions (top by own time)",
+    )
+    parser.add_argument(
+        "--batching",
+        choices=["off", "on", "both"],
+        default="both",
+        help="reuse node-local results across identical pods, as the daemon does (default: both)",
+    )
+    args = parser.parse_args(argv)
+    configure_logging("text", QUIET)
+    names = list(WORKLOADS) if args.workload == "all" else [args.workload]
+    print(
+        f"decision time per pod (PreFilter..pick), default profile, {args.nodes} nodes, "
+        f"{args.init_pods} existing pods, {args.pods} measured pods (+{WARMUP} warm-up):"
+    )
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.batching]
+    for name in names:
+        for batching in modes:
+            figures = measure(name, args.nodes, args.init_pods, args.pods, batching)
+            print("  " + figures.line())
+    if args.cprofile:
+        print()
+        print(profile_workload("SchedulingBasic", args.nodes, args.init_pods, args.pods))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
