@@ -15,6 +15,19 @@ from typing import Any
 
 
 class ActionType(enum.IntFlag):
+    """What happened to an object; flags, so one registration can cover several.
+
+    ``UPDATE`` is every update kind and ``ALL`` adds ``ADD`` and ``DELETE``;
+    register the narrowest flags that can make your rejected pods
+    schedulable, so fewer events requeue them.
+
+    Examples:
+        >>> bool(ActionType.UPDATE & ActionType.UPDATE_NODE_LABEL)
+        True
+        >>> bool((ActionType.ADD | ActionType.UPDATE_NODE_TAINT) & ActionType.DELETE)
+        False
+    """
+
     ADD = enum.auto()
     DELETE = enum.auto()
     UPDATE_NODE_ALLOCATABLE = enum.auto()
@@ -57,12 +70,27 @@ class Resource(enum.StrEnum):
 
 
 class QueueingHint(enum.Enum):
+    """A hint function's verdict: requeue the pod (``QUEUE``) or leave it parked (``SKIP``)."""
+
     QUEUE = "Queue"
     SKIP = "QueueSkip"
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
+    """A kind of change to the cluster: a resource, what happened to it, and a label for logs.
+
+    Examples:
+        >>> node_labels = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
+        >>> node_labels.matches(ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL))
+        True
+        >>> node_labels.matches(ClusterEvent(Resource.NODE, ActionType.ADD))
+        False
+        >>> ClusterEvent(Resource.POD, ActionType.ADD).matches(
+        ...     ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD))
+        True
+    """
+
     resource: str
     action: ActionType
     label: str = ""
@@ -95,5 +123,20 @@ but never strand it.
 
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
+    """One entry of ``events_to_register``: an event and, optionally, a hint deciding per change.
+
+    Examples:
+        >>> def zone_label_changed(pod, old, new):
+        ...     def zone(node):
+        ...         return ((node or {}).get("metadata", {}).get("labels") or {}).get("zone")
+        ...     return QueueingHint.QUEUE if zone(old) != zone(new) else QueueingHint.SKIP
+        >>> event = ClusterEventWithHint(
+        ...     ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+        ...     zone_label_changed,
+        ... )
+        >>> event.hint(None, None, {"metadata": {"labels": {"zone": "a"}}})
+        <QueueingHint.QUEUE: 'Queue'>
+    """
+
     event: ClusterEvent
     hint: HintFn | None = None

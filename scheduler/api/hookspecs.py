@@ -32,6 +32,8 @@ from scheduler.api.views import Node, Nodes, Pod, QueuedPod
 PROJECT_NAME = "scheduler"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+#: Marks a plugin method as the implementation of the hook of the same name
+#: (pluggy's marker; ``specname=`` names the hook when the method is named otherwise).
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
