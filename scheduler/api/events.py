@@ -72,7 +72,9 @@ class Resource(enum.StrEnum):
 class QueueingHint(enum.Enum):
     """A hint function's verdict: requeue the pod (``QUEUE``) or leave it parked (``SKIP``)."""
 
+    #: The change may make the pod schedulable: move it to the active (or backoff) queue.
     QUEUE = "Queue"
+    #: The change cannot help this pod: leave it in the unschedulable pool.
     SKIP = "QueueSkip"
 
 

@@ -31,12 +31,19 @@ class Code(enum.IntEnum):
         'UnschedulableAndUnresolvable'
     """
 
+    #: The plugin is fine with the pod (on this node).
     SUCCESS = 0
+    #: Not the pod's fault: the attempt is aborted, the pod retried with backoff.
     ERROR = 1
+    #: Does not fit now; preemption or a cluster change may help.
     UNSCHEDULABLE = 2
+    #: Can never fit on that node; preemption there would not help.
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    #: From Permit only: hold the pod until allowed, rejected or timed out.
     WAIT = 4
+    #: Nothing to do for this pod: the plugin's related hooks are skipped.
     SKIP = 5
+    #: Waits for something outside the scheduler; requeued on events, not preempted for.
     PENDING = 6
 
     @property

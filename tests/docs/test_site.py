@@ -12,6 +12,7 @@ from __future__ import annotations
 import doctest
 import html
 import importlib
+import linecache
 import os
 import re
 import subprocess
@@ -25,6 +26,7 @@ import yaml
 
 import scheduler.api
 import scheduler.testing
+from scheduler.api.hookspecs import HOOK_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "mkdocs.yml"
@@ -81,6 +83,13 @@ def test_every_public_name_is_in_the_reference(site: Path, module: Any, prefix: 
     assert not missing, f"{prefix}.__all__ names missing from docs/reference: {missing}"
 
 
+def test_every_hook_has_its_contract_on_the_hooks_page(site: Path) -> None:
+    page = (site / "reference" / "hooks" / "index.html").read_text(encoding="utf-8")
+    spec = "scheduler.api.hookspecs.SchedulerHookSpecs"
+    missing = [hook for hook in HOOK_NAMES if f'id="{spec}.{hook}"' not in page]
+    assert not missing, f"hooks missing from docs/reference/hooks.md: {missing}"
+
+
 def test_no_unrendered_docstring_markup(site: Path) -> None:
     text = html.unescape(re.sub(r"<[^>]+>", "", reference_html(site)))
     leftovers = re.findall(r":(?:class|func|meth|attr|data|mod|exc|obj):`[^`]*`", text)
@@ -104,10 +113,17 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_exists() -> None:
     )
 
 
+def python_handler(config: dict[str, Any]) -> dict[str, Any]:
+    """The mkdocstrings python handler's settings in a loaded mkdocs.yml."""
+    (entry,) = [p for p in config["plugins"] if isinstance(p, dict) and "mkdocstrings" in p]
+    handler: dict[str, Any] = entry["mkdocstrings"]["handlers"]["python"]
+    return handler
+
+
 def public_objects() -> list[griffe.Object | griffe.Alias]:
     """Every name of the two ``__all__`` lists, as the site's loader sees them."""
     config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
-    options = config["plugins"][2]["mkdocstrings"]["handlers"]["python"]["options"]
+    options = python_handler(config)["options"]
     (roles,) = [e for e in options["extensions"] if isinstance(e, dict)]
     extensions = griffe.load_extensions({str(REPO / ROLES_EXTENSION): roles[ROLES_EXTENSION]})
     loader = griffe.GriffeLoader(extensions=extensions, search_paths=[str(REPO)])
@@ -128,7 +144,7 @@ def test_every_public_name_and_member_has_a_docstring() -> None:
     for obj in public_objects():
         if not (obj.docstring and obj.docstring.value.strip()):
             undocumented.append(obj.path)
-        target = obj.final_target if obj.is_alias else obj
+        target = obj.final_target if isinstance(obj, griffe.Alias) else obj
         if target.is_class:
             for name, member in target.members.items():
                 if name.startswith("_") or member.is_alias:
@@ -169,7 +185,7 @@ def test_strict_build_fails_on_broken_references(tmp_path: Path) -> None:
     )
     config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
     config.update(docs_dir=str(docs), nav=["index.md", "other.md"])
-    python = config["plugins"][2]["mkdocstrings"]["handlers"]["python"]
+    python = python_handler(config)
     python["paths"] = [str(REPO), str(package)]
     options = python["options"]
     (roles,) = [e for e in options["extensions"] if isinstance(e, dict)]
@@ -202,4 +218,7 @@ def python_blocks() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("where", "code"), python_blocks(), ids=[w for w, _ in python_blocks()])
 def test_reference_page_examples_run(where: str, code: str) -> None:
-    exec(compile(code, where, "exec"), {"__name__": "docs_example"})
+    filename = f"<docs/reference/{where}>"
+    # Registered so that a failing assert shows the example's line.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    exec(compile(code, filename, "exec"), {"__name__": "docs_example"})
