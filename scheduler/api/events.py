@@ -28,20 +28,33 @@ class ActionType(enum.IntFlag):
         False
     """
 
+    #: An object was created.
     ADD = enum.auto()
+    #: An object was deleted.
     DELETE = enum.auto()
+    #: A node's ``status.allocatable`` changed.
     UPDATE_NODE_ALLOCATABLE = enum.auto()
+    #: A node's labels changed.
     UPDATE_NODE_LABEL = enum.auto()
+    #: A node's taints (or ``spec.unschedulable``) changed.
     UPDATE_NODE_TAINT = enum.auto()
+    #: A node's conditions changed.
     UPDATE_NODE_CONDITION = enum.auto()
+    #: A node's annotations changed.
     UPDATE_NODE_ANNOTATION = enum.auto()
+    #: A pod's labels changed.
     UPDATE_POD_LABEL = enum.auto()
+    #: A running pod's containers changed (an in-place resize may free room).
     UPDATE_POD_SCALE_DOWN = enum.auto()
+    #: A pod's tolerations changed.
     UPDATE_POD_TOLERATION = enum.auto()
+    #: A pod's last scheduling gate was removed.
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
+    #: Any other relevant update (e.g. a node's images).
     UPDATE_OTHER = enum.auto()
     #: A node's ``status.declaredFeatures`` changed (kube 1.36's UpdateNodeDeclaredFeature).
     UPDATE_NODE_DECLARED_FEATURE = enum.auto()
+    #: Any update.
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -55,6 +68,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_OTHER
         | UPDATE_NODE_DECLARED_FEATURE
     )
+    #: Anything.
     ALL = ADD | DELETE | UPDATE
 
 
