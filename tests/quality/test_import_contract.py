@@ -205,8 +205,9 @@ HOUSE: dict[str, frozenset[str]] = {
         "distributions": ("errors",),
         "api": ("model",),
         "state": ("api", "model"),
-        "observability": ("api", "errors"),
-        "config": ("observability", "model", "errors", "distributions"),
+        # Serving /metrics reviews tokens through the API (TokenReview).
+        "observability": ("api", "kube", "model", "errors"),
+        "config": ("observability", "kube", "model", "errors", "distributions"),
         # In-tree plugins: the plugin API (state only for those still on API 1.x).
         "plugins": ("api", "model", "state", "errors"),
         "framework": ("api", "state", "config", "observability", "model", "errors"),
