@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.kube.client import KubeClient
-from scheduler.kube.events import EventRecorder
+from scheduler.kube.eventrecorder import EventRecorder
 from scheduler.kube.informer import Informer
 from scheduler.state.pod import PodInfo
 

@@ -34,7 +34,7 @@ from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
 from scheduler.daemon.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.daemon.reload import ConfigReloader, digest_of
 from scheduler.engine.cache import SchedulerCache
-from scheduler.engine.events import (
+from scheduler.engine.clusterevents import (
     NODE_ADD,
     NODE_DELETE,
     POD_ADD,
@@ -66,7 +66,7 @@ from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import Profile, build_profiles
 from scheduler.framework.waiting import WaitingPods
 from scheduler.kube.client import KubeClient
-from scheduler.kube.events import EventRecorder
+from scheduler.kube.eventrecorder import EventRecorder
 from scheduler.kube.informer import Informer, strip_managed_fields
 from scheduler.kube.leaderelection import LeaderElector
 from scheduler.observability.metrics import SchedulerMetrics

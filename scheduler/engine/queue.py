@@ -43,7 +43,7 @@ from typing import Any
 
 from scheduler.api.events import ClusterEvent, ClusterEventWithHint, QueueingHint
 from scheduler.api.status import Status
-from scheduler.engine.events import event_label
+from scheduler.engine.clusterevents import event_label
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 # kube-scheduler: unschedulable pods are flushed to the active queue after this

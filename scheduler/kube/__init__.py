@@ -6,8 +6,7 @@ rate limiting and retries; ``informer`` mirrors collections by list + watch;
 ``leaderelection`` holds a Lease; ``events`` records aggregated Events.
 """
 
-from scheduler.kube.client import KubeClient, RetryPolicy
-from scheduler.kube.errors import (
+from scheduler.kube.apierrors import (
     AlreadyExists,
     ApiError,
     Conflict,
@@ -17,7 +16,8 @@ from scheduler.kube.errors import (
     TooManyRequests,
     TransportError,
 )
-from scheduler.kube.events import EventRecorder
+from scheduler.kube.client import KubeClient, RetryPolicy
+from scheduler.kube.eventrecorder import EventRecorder
 from scheduler.kube.informer import Informer
 from scheduler.kube.leaderelection import LeaderElector
 from scheduler.kube.ratelimit import PriorityRateLimiter

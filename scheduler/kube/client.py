@@ -42,7 +42,7 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from scheduler import __version__
-from scheduler.kube.errors import (
+from scheduler.kube.apierrors import (
     ApiError,
     Gone,
     ServerError,
@@ -473,7 +473,7 @@ class KubeClient:
         by default GET/HEAD/PUT/DELETE are, and so are merge and strategic
         merge PATCHes (applying the same patch twice gives the same object),
         while POST and JSON-patch are not. 429 is always retried.
-        Raises a :class:`~scheduler.kube.errors.ApiError` subclass otherwise.
+        Raises a :class:`~scheduler.kube.apierrors.ApiError` subclass otherwise.
         """
         method = method.upper()
         if idempotent is None:

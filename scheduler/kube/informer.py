@@ -35,8 +35,8 @@ from typing import Any
 
 import structlog
 
+from scheduler.kube.apierrors import ApiError, Gone
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import ApiError, Gone
 
 __all__ = ["Informer", "object_key", "strip_managed_fields"]
 

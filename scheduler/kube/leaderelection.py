@@ -32,8 +32,8 @@ from typing import Any
 
 import structlog
 
+from scheduler.kube.apierrors import ApiError, NotFound
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import ApiError, NotFound
 
 __all__ = ["JITTER_FACTOR", "LeaderElector", "micro_time"]
 

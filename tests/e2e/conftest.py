@@ -22,8 +22,8 @@ import pytest
 from scheduler.config.loading import load_config
 from scheduler.daemon.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
+from scheduler.kube.apierrors import NotFound
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import NotFound
 from scheduler.observability.server import Serving
 from scheduler.simulation.emulator.claimcontroller import ClaimController
 from scheduler.simulation.emulator.volumecontroller import VolumeController

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.kube.errors import ApiError
+from scheduler.kube.apierrors import ApiError
 from scheduler.simulation.emulator import EmulatorServer
 from tests.e2e.conftest import (
     Cluster,

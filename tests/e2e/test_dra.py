@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.kube.errors import NotFound
+from scheduler.kube.apierrors import NotFound
 from tests.e2e.conftest import (
     Cluster,
     RunningDaemon,

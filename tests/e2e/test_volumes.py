@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.kube.errors import NotFound
+from scheduler.kube.apierrors import NotFound
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 LOCAL_PROVISIONER = "kubernetes.io/no-provisioner"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.api import ActionType, Resource
-from scheduler.engine.events import node_update_event
+from scheduler.engine.clusterevents import node_update_event
 
 
 def node(**status: Any) -> dict[str, Any]:

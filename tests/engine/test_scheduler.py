@@ -20,14 +20,14 @@ from scheduler.api.results import FilterResult
 from scheduler.api.status import Code
 from scheduler.config.loading import load_config
 from scheduler.engine.cache import SchedulerCache
-from scheduler.engine.events import NODE_DELETE
+from scheduler.engine.clusterevents import NODE_DELETE
 from scheduler.engine.queue import BACKOFF, UNSCHEDULABLE, SchedulingQueue
 from scheduler.engine.scheduler import Scheduler
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import Profile, build_profiles
 from scheduler.framework.waiting import WaitingPods
-from scheduler.kube.errors import Conflict, NotFound, ServerError
+from scheduler.kube.apierrors import Conflict, NotFound, ServerError
 from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
 from tests.engine.helpers import pod, raw_node

@@ -20,8 +20,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.config import incluster_config, kube_config
 
 from scheduler.api import BindOutcome, BindResult, Code, bind_pod
-from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
-from scheduler.kube.errors import (
+from scheduler.kube.apierrors import (
     AlreadyExists,
     ApiError,
     Conflict,
@@ -31,6 +30,7 @@ from scheduler.kube.errors import (
     TooManyRequests,
     error_from_response,
 )
+from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.simulation.emulator import EmulatorServer
 from scheduler.simulation.emulator.statuserrors import ApiError as EmulatedError
 from scheduler.state.pod import PodInfo

@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler.api import bind_pod
 from scheduler.kube.client import KubeClient
-from scheduler.kube.events import EventRecorder, object_reference
+from scheduler.kube.eventrecorder import EventRecorder, object_reference
 from scheduler.simulation.emulator import EmulatorServer
 from scheduler.state.pod import PodInfo
 from tests.kube.conftest import ClientFactory

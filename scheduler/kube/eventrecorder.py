@@ -30,13 +30,13 @@ from typing import Any, Protocol
 
 import structlog
 
+from scheduler.kube.apierrors import AlreadyExists, ApiError, NotFound
 from scheduler.kube.client import MERGE_PATCH, KubeClient
-from scheduler.kube.errors import AlreadyExists, ApiError, NotFound
 from scheduler.kube.leaderelection import micro_time
 
 __all__ = ["EventRecorder", "object_reference"]
 
-log = structlog.get_logger("scheduler.kube.events")
+log = structlog.get_logger("scheduler.kube.eventrecorder")
 
 Obj = dict[str, Any]
 # events.k8s.io/v1 validation limits (bytes for note, characters otherwise).
