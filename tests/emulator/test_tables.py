@@ -389,3 +389,121 @@ def test_table_negotiation_and_age() -> None:
         "9h",
     ]
     assert [human_duration(s * 86400) for s in (3, 10, 800, 3000)] == ["3d", "10d", "2y70d", "8y"]
+
+
+async def _establish(api_client: client.ApiClient, crd: dict[str, Any]) -> None:
+    ext = client.ApiextensionsV1Api(api_client)
+    await ext.create_custom_resource_definition(crd)
+    group = crd["spec"]["group"]
+    async with asyncio.timeout(30):
+        while True:
+            got = await ext.read_custom_resource_definition(crd["metadata"]["name"])
+            conditions = {c.type: c.status for c in (got.status.conditions or [])}
+            status, _, _ = await raw(api_client, "GET", f"/apis/{group}/v1")
+            if conditions.get("Established") == "True" and status == 200:
+                return
+            await asyncio.sleep(0.1)
+
+
+async def test_custom_resource_table_uses_printer_columns(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    group = "tables.emulator.example.com"
+    plural = f"gadgets{namespace[-6:]}"
+    columns = [
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+        {"name": "Zone", "type": "string", "jsonPath": ".spec.where.zone", "priority": 1},
+        {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"},
+        {"name": "Tags", "type": "string", "jsonPath": ".spec.tags[1]", "description": "second"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    version = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "additionalPrinterColumns": columns,
+        "schema": {
+            "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": plural[:-1], "kind": f"G{plural}"},
+            "versions": [version],
+        },
+    }
+    await _establish(api_client, crd)
+    try:
+        custom = client.CustomObjectsApi(api_client)
+        for name, spec in (
+            ("full", {"size": 3, "where": {"zone": "a"}, "tags": ["x", "y"]}),
+            ("empty", {}),
+        ):
+            body = {"apiVersion": f"{group}/v1", "kind": f"G{plural}", "metadata": {"name": name}}
+            await custom.create_namespaced_custom_object(
+                group, "v1", namespace, plural, {**body, "spec": spec, "status": {"ready": True}}
+            )
+        path = f"/apis/{group}/v1/namespaces/{namespace}/{plural}"
+        status, table, _ = await raw(api_client, "GET", path, accept=KUBECTL_ACCEPT)
+        assert status == 200, table
+        name_column = _defs(POD_COLUMNS)[0]
+        assert table["columnDefinitions"] == [
+            name_column,
+            {
+                "name": "Size",
+                "type": "integer",
+                "format": "",
+                "priority": 0,
+                "description": (
+                    "Custom resource definition column (in JSONPath format): .spec.size"
+                ),
+            },
+            {
+                "name": "Zone",
+                "type": "string",
+                "format": "",
+                "priority": 1,
+                "description": (
+                    "Custom resource definition column (in JSONPath format): .spec.where.zone"
+                ),
+            },
+            {
+                "name": "Ready",
+                "type": "boolean",
+                "format": "",
+                "priority": 0,
+                "description": (
+                    "Custom resource definition column (in JSONPath format): .status.ready"
+                ),
+            },
+            {
+                "name": "Tags",
+                "type": "string",
+                "format": "",
+                "priority": 0,
+                "description": "second",
+            },
+            {
+                "name": "Age",
+                "type": "date",
+                "format": "",
+                "priority": 0,
+                "description": (
+                    "Custom resource definition column (in JSONPath format): "
+                    ".metadata.creationTimestamp"
+                ),
+            },
+        ]
+        assert _cells(table, 5) == {
+            "full": ["full", 3, "a", True, "y"],
+            "empty": ["empty", None, None, True, None],
+        }
+    finally:
+        await client.ApiextensionsV1Api(api_client).delete_custom_resource_definition(
+            crd["metadata"]["name"]
+        )
