@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import signal
@@ -63,6 +62,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from scheduler.simulation.emulator import EmulatorServer
     from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
@@ -94,6 +95,8 @@ async def _serve(server: Any, kubeconfig_out: Path | None) -> int:
     removed on exit: it points at a port nothing serves any more, and the
     current directory (often a checkout) stays clean.
     """
+    import asyncio
+
     try:
         await server.start()
     except OSError as exc:

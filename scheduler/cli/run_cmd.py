@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import socket
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler.cli.common import (
     add_config_option,
@@ -16,10 +16,10 @@ from scheduler.cli.common import (
     load_config_option,
     setup_logging,
 )
-from scheduler.config.models import SchedulerConfiguration
-from scheduler.config.yamlfiles import load_yaml_documents, read_text
 from scheduler.errors import UserError
-from scheduler.framework.loader import PluginCatalog
+
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
 
 
 async def run_daemon(
@@ -28,6 +28,7 @@ async def run_daemon(
     from kubernetes_asyncio.config import ConfigException
 
     from scheduler.daemon.daemon import Daemon
+    from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
 
     # The daemon keeps every pod of the cluster: millions of long-lived
@@ -98,6 +99,8 @@ def _check_kubeconfig_file(file: Path) -> None:
     The client's own loader reads it with PyYAML directly: a non-UTF-8 or
     deeply nested file would end in a traceback from inside that library.
     """
+    from scheduler.config.yamlfiles import load_yaml_documents, read_text
+
     documents = [
         d for d in load_yaml_documents(read_text(file, "kubeconfig"), f"kubeconfig {file}") if d
     ]
@@ -136,6 +139,8 @@ def check_listen_address(address: str, field: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
     setup_logging(args)
     config = load_config_option(args)
     check_listen_address(
