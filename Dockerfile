@@ -134,9 +134,9 @@ EXPOSE 10259
 # For `docker run`; Kubernetes uses the Deployment's probes instead. The probe
 # reads the running daemon's own --config and asks /livez at its
 # pluggableScheduler.serverAddress, so moving the port in the config does not
-# make a healthy scheduler unhealthy (scheduler/observability/healthcheck.py).
+# make a healthy scheduler unhealthy (scheduler/daemon/healthcheck.py).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python3", "-m", "scheduler.observability.healthcheck"]
+    CMD ["python3", "-m", "scheduler.daemon.healthcheck"]
 
 ENTRYPOINT ["pluggable-scheduler"]
 CMD ["run", "--config", "/etc/pluggable-scheduler/config.yaml"]

@@ -6,20 +6,33 @@ the compatibility rule). A minimal plugin::
     from scheduler.api import FilterResult, Plugin, hookimpl
 
     class OnlyLinux(Plugin):
-        api_version = "1.0"
+        api_version = "2.0"
 
         @hookimpl
         def filter(self, state, pod, nodes):
-            os_ids = nodes.label_values("kubernetes.io/os")
-            linux = nodes.table.labels.value_id("kubernetes.io/os", "linux")
-            return FilterResult.from_mask(os_ids == linux, "node(s) are not linux")
+            linux = nodes.label_values("kubernetes.io/os") == nodes.label_id(
+                "kubernetes.io/os", "linux"
+            )
+            return FilterResult.from_mask(linux, "node(s) are not linux")
 
 registered in the plugin distribution's ``pyproject.toml``::
 
     [project.entry-points."scheduler.plugins"]
     OnlyLinux = "my_package.plugin:OnlyLinux"
+
+Hooks get read-only views (:class:`Pod`, :class:`Nodes`, :class:`Node`) and a
+:class:`CycleState`, and answer with results (:class:`FilterResult`, score
+arrays, :class:`Status`). Unit-test a plugin with :mod:`scheduler.testing`
+(``PluginTestKit``). Names the API exported before 2.0 that are the
+framework's internals (``NodeTable``, ``NodeSet``, ``PodInfo`` ...) still
+import, with a DeprecationWarning naming the replacement.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.api.args import PluginArgs, coerce_args
 from scheduler.api.binding import BindOutcome, BindResult, bind_pod, binding_body
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.events import (
@@ -30,7 +43,7 @@ from scheduler.api.events import (
     Resource,
 )
 from scheduler.api.handle import Handle, KubeClient, ObjectStore, WaitingPod
-from scheduler.api.hookspecs import HOOK_NAMES, SchedulerHookSpecs, hookimpl, hookspec
+from scheduler.api.hookspecs import hookimpl
 from scheduler.api.plugin import NodePlugin, Plugin
 from scheduler.api.results import (
     MAX_NODE_SCORE,
@@ -40,58 +53,84 @@ from scheduler.api.results import (
     NodeVerdict,
     PostFilterResult,
     PreFilterResult,
-    Rejection,
 )
 from scheduler.api.status import Code, Status
 from scheduler.api.version import PLUGIN_API_VERSION
+from scheduler.api.views import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    LABEL_ABSENT,
+    LABEL_UNKNOWN,
+    MEMORY,
+    PODS,
+    Node,
+    Nodes,
+    Pod,
+    QueuedPod,
+)
 from scheduler.model.quantity import QuantityError, parse_quantity
 from scheduler.model.selectors import LabelSelector, NodeSelector
 from scheduler.model.taints import Taint, Toleration
-from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
-from scheduler.state.pod import InvalidPodError, PodInfo, QueuedPodInfo
 
-__all__ = [
-    "HOOK_NAMES",
+__all__ = [  # noqa: RUF022 - grouped by what an author does with them
+    # writing a plugin
+    "PLUGIN_API_VERSION",
+    "NodePlugin",
+    "Plugin",
+    "PluginArgs",
+    "coerce_args",
+    "hookimpl",
+    # what hooks are given
+    "CycleState",
+    "Handle",
+    "KubeClient",
+    "Node",
+    "Nodes",
+    "ObjectStore",
+    "Pod",
+    "QueuedPod",
+    "WaitingPod",
+    "CPU",
+    "EPHEMERAL_STORAGE",
+    "LABEL_ABSENT",
+    "LABEL_UNKNOWN",
+    "MEMORY",
+    "PODS",
+    # what hooks return
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
-    "PLUGIN_API_VERSION",
-    "ActionType",
-    "BindOutcome",
-    "BindResult",
-    "ClusterEvent",
-    "ClusterEventWithHint",
     "Code",
-    "CycleState",
     "Diagnosis",
     "FilterResult",
-    "Handle",
-    "InvalidPodError",
-    "KubeClient",
-    "LabelSelector",
-    "NodeInfo",
-    "NodePlugin",
-    "NodeSelector",
-    "NodeSet",
-    "NodeTable",
     "NodeVerdict",
-    "ObjectStore",
-    "Plugin",
-    "PodInfo",
     "PostFilterResult",
     "PreFilterResult",
-    "QuantityError",
-    "QueuedPodInfo",
-    "QueueingHint",
-    "Rejection",
-    "Resource",
-    "SchedulerHookSpecs",
     "Status",
-    "Taint",
-    "Toleration",
-    "WaitingPod",
+    # requeueing on cluster events
+    "ActionType",
+    "ClusterEvent",
+    "ClusterEventWithHint",
+    "QueueingHint",
+    "Resource",
+    # binding (a Bind plugin that wants kube's behaviour)
+    "BindOutcome",
+    "BindResult",
     "bind_pod",
     "binding_body",
-    "hookimpl",
-    "hookspec",
+    # Kubernetes values (scheduler.model)
+    "LabelSelector",
+    "NodeSelector",
+    "QuantityError",
+    "Taint",
+    "Toleration",
     "parse_quantity",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Names exported before API 2.0: still importable, with a DeprecationWarning."""
+    if name.startswith("__"):  # dunder probes (copy, pickle, doctest ...): not ours
+        raise AttributeError(f"module 'scheduler.api' has no attribute {name!r}")
+    import scheduler.api._compat  # only loaded when a 1.x name is asked for
+
+    return scheduler.api._compat.deprecated(name)

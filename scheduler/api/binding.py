@@ -17,7 +17,7 @@ from typing import Any
 
 from scheduler.api.handle import KubeClient
 from scheduler.api.status import Code, Status
-from scheduler.state.pod import PodInfo
+from scheduler.api.views import Pod
 
 __all__ = ["BindOutcome", "BindResult", "bind_pod", "binding_body"]
 
@@ -116,7 +116,7 @@ class BindOutcome:
             return cls.from_error(node_name, status.error)
         return cls.from_answer(node_name, None, status.message(), None)
 
-    def status(self, pod: PodInfo) -> Status:
+    def status(self, pod: Pod) -> Status:
         """What a Bind plugin returns for this outcome.
 
         Not bound is an Error naming the pod (the client's error alone often
@@ -131,7 +131,7 @@ class BindOutcome:
         return Status(Code.ERROR, (message,), error=self.error)
 
 
-def binding_body(pod: PodInfo, node_name: str) -> dict[str, Any]:
+def binding_body(pod: Pod, node_name: str) -> dict[str, Any]:
     """The ``v1.Binding`` kube-scheduler posts for ``pod`` onto ``node_name``.
 
     It carries the pod's UID (when known), so the API server refuses it if
@@ -148,7 +148,7 @@ def binding_body(pod: PodInfo, node_name: str) -> dict[str, Any]:
     }
 
 
-async def bind_pod(client: KubeClient, pod: PodInfo, node_name: str) -> BindOutcome:
+async def bind_pod(client: KubeClient, pod: Pod, node_name: str) -> BindOutcome:
     """POST ``pod``'s Binding to ``node_name`` and classify the answer.
 
     The client's own policy applies: a POST is retried on 429 (the server did

@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.state.pod import PodInfo
-
 
 class ActionType(enum.IntFlag):
     ADD = enum.auto()
@@ -82,8 +80,11 @@ class ClusterEvent:
         return resource_ok and bool(self.action & other.action)
 
 
-HintFn = Callable[[PodInfo, Any, Any], QueueingHint]
-"""``hint(pod, old, new)``: may the change help the rejected ``pod``?
+HintFn = Callable[[Any, Any, Any], QueueingHint]
+"""``hint(pod, old, new)``: may the change help the rejected ``pod`` (a :class:`Pod`)?
+
+``pod`` is typed loosely so that 1.x hints annotated with the framework's
+``PodInfo`` (which is what they are given) still type-check.
 
 ``old`` and ``new`` are the changed object's raw API JSON (dicts) before and
 after the change; ``old`` is None for an add and ``new`` is None for a

@@ -6,22 +6,21 @@ The handle is a Protocol so plugins depend on the interface only; the daemon,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
 
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.status import Status
-from scheduler.state.nodetable import NodeInfo, NodeTable
-from scheduler.state.pod import PodInfo
+from scheduler.api.views import Node, Nodes, Pod
 
 
 class WaitingPod(Protocol):
     """A pod held at Permit; any plugin may allow or reject it."""
 
     @property
-    def pod(self) -> PodInfo: ...
+    def pod(self) -> Pod: ...
 
     @property
     def node_name(self) -> str: ...
@@ -68,31 +67,43 @@ class KubeClient(Protocol):
 class FrameworkRunner(Protocol):
     """The parts of the profile's framework a plugin may drive (preemption does)."""
 
-    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+    def run_filter_with_nominated(self, state: CycleState, pod: Pod, node: Node) -> Status:
         """Run every Filter plugin on one node; the first rejection is returned."""
 
     def run_pre_filter_add_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node: Node
     ) -> Status: ...
 
     def run_pre_filter_remove_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: Node
     ) -> Status: ...
 
 
 class Nominator(Protocol):
     """Who holds a nomination where (the scheduling queue)."""
 
-    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
+    def nominated_pods(self) -> Mapping[str, Sequence[Pod]]: ...
 
 
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
 
+    def nodes(self) -> Nodes:
+        """Every node of the cluster, read-only, as of now (API 2.0).
+
+        Consistent for the duration of a scheduling cycle; take a new one in
+        the next (it is cheap: the arrays are shared views).
+        """
+
     @property
-    def table(self) -> NodeTable:
-        """The cluster state, consistent for the duration of a scheduling cycle."""
+    def table(self) -> Any:
+        """API 1.x only: the scheduler's live node table. Deprecated.
+
+        Kept so 1.x plugins run unchanged; its layout may change in any
+        release and writing to it corrupts the scheduler's state. 2.0 plugins
+        use :meth:`nodes` and the ``nodes`` their hooks are given.
+        """
 
     @property
     def client(self) -> KubeClient: ...
@@ -111,14 +122,14 @@ class Handle(Protocol):
     def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
 
     def record_event(
-        self, pod: PodInfo, event_type: str, reason: str, message: str, action: str = ""
+        self, pod: Pod, event_type: str, reason: str, message: str, action: str = ""
     ) -> None:
         """Emit a Kubernetes Event about ``pod`` (``event_type`` Normal or Warning)."""
 
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         """Objects of a resource the plugin declared in its ``watches`` attribute."""
 
-    def activate_pods(self, pods: list[PodInfo]) -> None:
+    def activate_pods(self, pods: Sequence[Pod]) -> None:
         """Move these pods from backoff/unschedulable to the active queue."""
 
     def record_preemption_attempt(self) -> None:
@@ -131,11 +142,11 @@ class Handle(Protocol):
     def record_preemption_victims(self, victims: int) -> None:
         """Observe how many pods the chosen preemption evicts (``scheduler_preemption_victims``)."""
 
-    def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
+    def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:
         """Pods holding a nomination (they won a preemption), by node name.
 
         Includes pods already assumed or bound on a node (check
-        ``table.has_pod``); empty where the scheduler keeps no queue
+        whether a pod is on the node); empty where the scheduler keeps no queue
         (``explain``). Preemption's what-if checks count the room that
         equal- or higher-priority nominated pods hold, as kube's
         ``RunFilterPluginsWithNominatedPods`` does.

@@ -18,8 +18,7 @@ from scheduler.api.handle import Handle
 from scheduler.api.hookspecs import hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Code, Status
-from scheduler.state.nodetable import NodeSet
-from scheduler.state.pod import PodInfo
+from scheduler.api.views import Nodes, Pod
 
 
 class Plugin:
@@ -27,7 +26,9 @@ class Plugin:
 
     Class attributes a plugin may set:
 
-    - ``api_version`` (required): the plugin API version it was written for.
+    - ``api_version`` (required): the plugin API version it was written for
+      (``"2.0"`` for new plugins; ``"1.x"`` plugins keep running through the
+      compatibility layer, see :mod:`scheduler.api.version`).
     - ``Args``: a pydantic model for its ``pluginConfig`` args.
     - ``priority``: default order at each extension point (higher first).
     - ``watches``: ``(group, version, plural)`` resources it reads via
@@ -51,11 +52,17 @@ class Plugin:
       limit (VolumeBinding waits up to ``bindTimeoutSeconds`` for the PV
       controller); the larger of the two applies.
     - ``pods_via_requested`` (API 1.1): a promise about Filter that its
-      verdict sees the pods on a node only through the NodeTable's
-      ``requested`` row (never ``table.pods``, ``ports`` or the pod table).
+      verdict sees the pods on a node only through ``nodes.requested`` and
+      ``nodes.non_zero_requested`` (never a node's ``pods`` or ``host_ports``,
+      nor 1.x's ``table.pods``, ``ports`` or pod table).
       What-if checks that add or remove pods (nominated pods, preemption's
       dry run) may then edit just those rows and judge many nodes in one
       Filter run. A Filter that does not look at pods at all qualifies.
+
+    Both promises are checked when the scheduler runs with
+    ``SCHEDULER_CHECK_PROMISES=1`` (see ``docs/writing-plugins.md``): the
+    framework recomputes without the shortcut and fails loudly, naming the
+    plugin, when the results differ.
     """
 
     Args: ClassVar[type[BaseModel] | None] = None
@@ -74,14 +81,15 @@ class NodePlugin(Plugin):
     """Adapter for plugins written node by node.
 
     Define ``filter_node(state, pod, node) -> Status`` and/or
-    ``score_node(state, pod, node) -> int`` (``node`` is a :class:`NodeInfo`);
+    ``score_node(state, pod, node) -> int`` (``node`` is a :class:`~scheduler.api.views.Node`;
+    a 1.x plugin gets the framework's NodeInfo);
     the adapter turns them into the vectorized Filter and Score hooks (only
     the ones you define are registered). It costs a Python call per node, which is fine for a few
     hundred nodes; at thousands, write the array hooks directly.
     """
 
     @hookimpl
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+    def filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> FilterResult:
         filter_node = self.filter_node  # type: ignore[attr-defined]
         result = FilterResult(len(nodes))
         for i, node in enumerate(nodes):
@@ -100,7 +108,7 @@ class NodePlugin(Plugin):
         return result
 
     @hookimpl
-    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> npt.NDArray[np.int64]:
+    def score(self, state: CycleState, pod: Pod, nodes: Nodes) -> npt.NDArray[np.int64]:
         score_node = self.score_node  # type: ignore[attr-defined]
         return np.fromiter(
             (int(score_node(state, pod, node)) for node in nodes),

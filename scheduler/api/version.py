@@ -1,20 +1,36 @@
 """Versioning of the plugin API.
 
 A plugin declares the API version it was written against as the class
-attribute ``api_version = "MAJOR.MINOR"``. It is compatible with this
-framework when the majors are equal and the plugin's minor is not newer than
-ours: minors only add things, majors may remove or change them.
+attribute ``api_version = "MAJOR.MINOR"``. The rule:
+
+- Within a major, minors only add things: a plugin runs on this framework
+  when its major is ours and its minor is not newer than ours.
+- A major may remove or change things. The framework still runs plugins of
+  the majors in :data:`LEGACY_MAJORS` through a compatibility layer, up to
+  the last minor that major had (:data:`LEGACY_MAJORS` maps the major to it):
+  such plugins get exactly the arguments they were written for.
+- ``api_version`` is how the two are told apart: the framework hands 2.x
+  plugins the read-only views of :mod:`scheduler.api.views` and 1.x plugins
+  the objects of API 1.3 (the live ``NodeSet``/``NodeInfo``/``PodInfo``).
+
+History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
+1.2 ``ObjectStore.revision`` and ``pre_bind_timeout``; 1.3 ``Diagnosis.pre_filter_code``;
+2.0 hooks get read-only views, ``Handle.nodes()``, a small ``__all__``
+(internals such as ``NodeTable`` import with a DeprecationWarning).
 """
 
 from __future__ import annotations
 
-PLUGIN_API_VERSION = "1.3"
+PLUGIN_API_VERSION = "2.0"
+
+#: Majors still served through the compatibility layer -> their last minor.
+LEGACY_MAJORS: dict[int, int] = {1: 3}
 
 
 def parse_api_version(value: object) -> tuple[int, int]:
     """Parse ``"MAJOR.MINOR"`` (or ``"MAJOR"``); raise ValueError on anything else."""
     if not isinstance(value, str):
-        raise ValueError(f"api_version must be a string like '1.0', got {value!r}")
+        raise ValueError(f"api_version must be a string like '2.0', got {value!r}")
     parts = value.strip().split(".")
     if not 1 <= len(parts) <= 2 or not all(p.isdigit() for p in parts):
         raise ValueError(f"api_version must look like 'MAJOR.MINOR', got {value!r}")
@@ -27,4 +43,13 @@ def is_compatible(plugin_version: str, framework_version: str = PLUGIN_API_VERSI
     """Whether a plugin written for ``plugin_version`` can run on ``framework_version``."""
     p_major, p_minor = parse_api_version(plugin_version)
     f_major, f_minor = parse_api_version(framework_version)
-    return p_major == f_major and p_minor <= f_minor
+    if p_major == f_major:
+        return p_minor <= f_minor
+    if framework_version == PLUGIN_API_VERSION and p_major in LEGACY_MAJORS:
+        return p_minor <= LEGACY_MAJORS[p_major]
+    return False
+
+
+def uses_views(plugin_version: str) -> bool:
+    """Whether a plugin of this (compatible) version gets 2.0's read-only views."""
+    return parse_api_version(plugin_version)[0] >= 2

@@ -19,11 +19,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from scheduler.config.models import SchedulerConfiguration
 
-DEFAULT_CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-}
-
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -44,6 +39,7 @@ def add_logging_options(parser: argparse.ArgumentParser, default_format: str = "
 
 def load_config_option(args: argparse.Namespace) -> SchedulerConfiguration:
     from scheduler.config import load_config
+    from scheduler.config.loading import DEFAULT_CONFIG
 
     if getattr(args, "config", None):
         return load_config(Path(args.config))

@@ -17,7 +17,6 @@ from scheduler.config.defaults import (
     DefaultPlugin,
     default_config_document,
 )
-from scheduler.config.durations import GoDuration, format_go_duration, parse_go_duration
 from scheduler.config.loading import format_path, load_config, validation_error_lines
 from scheduler.config.models import (
     API_VERSION,
@@ -47,6 +46,7 @@ from scheduler.config.resolve import (
     ResolvedProfile,
     resolve_profiles,
 )
+from scheduler.model.durations import GoDuration, format_go_duration, parse_go_duration
 
 __all__ = [
     "API_VERSION",

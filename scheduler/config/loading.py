@@ -27,6 +27,13 @@ __all__ = ["format_path", "load_config", "read_config_document", "validation_err
 _REQUIRED_TYPE_KEYS = ("apiVersion", "kind")
 
 
+#: The configuration used when none is given: every profile default, as kube-scheduler.
+DEFAULT_CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+}
+
+
 def format_path(loc: Sequence[int | str], prefix: str = "") -> str:
     """Render a pydantic error location as ``a.b[0].c``, appended to ``prefix``."""
     path = prefix

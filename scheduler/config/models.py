@@ -32,8 +32,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from scheduler.config.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
+from scheduler.model.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 
 __all__ = [
     "API_VERSION",

@@ -32,6 +32,7 @@ import orjson
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.results import ScoreArray
 from scheduler.api.status import Status
+from scheduler.framework import promises
 from scheduler.framework.runtime import Framework
 from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
@@ -167,7 +168,20 @@ class BatchCache:
                 entry.scored[changed] = False
             entry.generation = generation.copy()
         self.hits += 1
-        return NodeSet(table, np.flatnonzero(entry.feasible).astype(np.int64))
+        cached = NodeSet(table, np.flatnonzero(entry.feasible).astype(np.int64))
+        if promises.CHECK_PROMISES:
+            self._check_feasible(state, pod, cached)
+        return cached
+
+    def _check_feasible(self, state: CycleState, pod: PodInfo, cached: NodeSet) -> None:
+        """Promise-checking mode: the cached verdicts must equal a full Filter's."""
+        full = self.framework.run_filter(state, pod, cached.table.all_nodes())
+        if not full.status.is_success():
+            return
+        rejected_by = {name: v.plugin for name, v in full.diagnosis.node_verdicts.items()}
+        skip = state.skip_filter_plugins
+        local = [p for p in self._filter_plugins if p in self._local and p not in skip]
+        promises.check_cached_feasible(local, cached, full.feasible, rejected_by)
 
     def store_filter(
         self, signature: bytes, state: CycleState, table: NodeTable, feasible: NodeSet
@@ -210,7 +224,12 @@ class BatchCache:
             for plugin, values in computed.items():
                 entry.raw[plugin][missing] = values
             entry.scored[missing] = True
-        return {plugin: values[rows] for plugin, values in entry.raw.items()}
+        scores = {plugin: values[rows] for plugin, values in entry.raw.items()}
+        if promises.CHECK_PROMISES:
+            fresh, status = self.framework.run_raw_scores(state, pod, feasible)
+            if status.is_success():
+                promises.check_cached_scores(scores, fresh, feasible)
+        return scores
 
     def forget(self, signature: bytes) -> None:
         self._entries.pop(signature, None)

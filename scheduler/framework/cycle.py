@@ -22,10 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.handle import Nominator
 from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.framework.batching import BatchCache, pod_signature
+from scheduler.framework.handle import Nominator
 from scheduler.framework.runtime import (
     IGNORED_KEY,
     PREFILTER_NARROWING_KEY,

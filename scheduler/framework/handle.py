@@ -7,19 +7,27 @@ raises a clear error naming what is unavailable, rather than pretending.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 import structlog
 
-from scheduler.api.handle import FrameworkRunner, KubeClient, Nominator, ObjectStore, WaitingPod
+from scheduler.api.handle import FrameworkRunner, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.views import NodesView
 
 EventSink = Callable[[PodInfo, str, str, str, str], None]
 StoreProvider = Callable[[str, str, str], ObjectStore]
 Activator = Callable[[list[PodInfo]], None]
+
+
+class Nominator(Protocol):
+    """Who holds a nomination where: the scheduling queue, with the framework's pods."""
+
+    def nominated_pods(self) -> Mapping[str, list[PodInfo]]: ...
 
 
 class PreemptionMetrics(Protocol):
@@ -118,9 +126,13 @@ class FrameworkHandle:
         store_provider: StoreProvider | None = None,
         activator: Activator | None = None,
         plugin_name: str = "",
+        legacy_table: bool = True,
     ) -> None:
         self._profile_name = profile_name
         self._table = table
+        self._plugin_name = plugin_name
+        # API 1.x plugins may reach the live table; 2.x ones get views only.
+        self._legacy_table = legacy_table
         self.waiting_pods = waiting_pods if waiting_pods is not None else WaitingPods()
         self._client = client
         self._event_sink = event_sink
@@ -133,8 +145,12 @@ class FrameworkHandle:
         self._nominator: list[Nominator] = []  # likewise
         self._metrics: list[PreemptionMetrics] = []  # likewise
 
-    def for_plugin(self, plugin_name: str) -> FrameworkHandle:
-        """A copy whose logger is bound to ``plugin_name``."""
+    def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
+        """A copy whose logger is bound to ``plugin_name``.
+
+        ``legacy_table``: whether ``table`` gives the live NodeTable (API 1.x
+        plugins, and the framework's own code) or refuses (API 2.x plugins).
+        """
         copy = FrameworkHandle(
             self._profile_name,
             self._table,
@@ -144,6 +160,7 @@ class FrameworkHandle:
             store_provider=self._store_provider,
             activator=self._activator,
             plugin_name=plugin_name,
+            legacy_table=legacy_table,
         )
         copy._framework = self._framework
         copy._nominator = self._nominator
@@ -186,7 +203,16 @@ class FrameworkHandle:
 
     @property
     def table(self) -> NodeTable:
+        if not self._legacy_table:
+            raise HandleUnavailable(
+                f"plugin {self._plugin_name or '?'} declares plugin API 2.x: handle.table is "
+                "API 1.x's live node table; use handle.nodes() or the nodes its hooks are given"
+            )
         return self._table
+
+    def nodes(self) -> NodesView:
+        """Every node, read-only (API 2.0)."""
+        return self._table.all_nodes().view()
 
     @property
     def client(self) -> KubeClient:
@@ -208,14 +234,15 @@ class FrameworkHandle:
         return self.waiting_pods.reject(uid, plugin, message)
 
     def record_event(
-        self, pod: PodInfo, event_type: str, reason: str, message: str, action: str = ""
+        self, pod: Pod, event_type: str, reason: str, message: str, action: str = ""
     ) -> None:
         if self._event_sink is not None:
-            self._event_sink(pod, event_type, reason, message, action)
+            # Plugins are handed the framework's pods: the view is the PodInfo itself.
+            self._event_sink(cast(PodInfo, pod), event_type, reason, message, action)
 
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         return self._store_provider(group, version, plural)
 
-    def activate_pods(self, pods: list[PodInfo]) -> None:
+    def activate_pods(self, pods: Sequence[Pod]) -> None:
         if self._activator is not None:
-            self._activator(pods)
+            self._activator([cast(PodInfo, pod) for pod in pods])

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from scheduler.api.handle import Handle
+from scheduler.api.version import uses_views
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.config.points import ExtensionPoint
 from scheduler.config.resolve import ResolvedProfile, resolve_profiles
@@ -77,7 +79,11 @@ def build_profile(
         )
         if instance is None:
             try:
-                instance = loaded.plugin_class(args, handle.for_plugin(name))
+                # What the plugin API promises; a 2.x plugin's handle has no live table.
+                plugin_handle: Handle = handle.for_plugin(
+                    name, legacy_table=not uses_views(loaded.api_version)
+                )
+                instance = loaded.plugin_class(args, plugin_handle)
             except Exception as err:  # third-party constructor
                 raise PluginLoadError(
                     loaded.entry,

@@ -35,12 +35,15 @@ from scheduler.api.results import (
     Rejection,
 )
 from scheduler.api.status import Code, Status
+from scheduler.api.views import Node, Pod
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
+from scheduler.framework import promises
+from scheduler.framework.apiviews import hook_function
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 from scheduler.observability.logging import get_logger
-from scheduler.state.nodetable import NodeInfo, NodeSet
+from scheduler.state.nodetable import NodeInfo, NodeSet, node_info_of
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 ScoreArray = npt.NDArray[np.int64]
@@ -333,6 +336,10 @@ class Framework:
         for name, plugin in manager.list_name_plugin():
             if name is not None:
                 self.plugins[name] = plugin
+        #: Plugins declaring ``pods_via_requested`` (checked in promise-checking mode).
+        self._via_requested = frozenset(
+            name for name, p in self.plugins.items() if getattr(p, "pods_via_requested", False)
+        )
         #: One breaker per plugin: failures at any of its hooks count.
         self.breakers = {
             name: Breaker(breaker_config.consecutive_failures, breaker_config.cool_down)
@@ -413,7 +420,7 @@ class Framework:
                 out.append(
                     PluginCall(
                         name,
-                        impl.function,
+                        hook_function(impl.plugin, impl.function, impl.argnames),
                         None if positional else indices,
                         weight,
                         point=label,
@@ -829,6 +836,10 @@ class Framework:
                 continue
             try:
                 result = self._invoke(call, (state, pod, candidates), pod, sampled)
+                if promises.CHECK_PROMISES and call.plugin in self._via_requested:
+                    promises.check_pods_via_requested(
+                        call.plugin, call, state, pod, candidates, result
+                    )
                 if isinstance(result, FilterResult):
                     if len(result) != len(candidates):
                         raise self._garbage(
@@ -905,35 +916,41 @@ class Framework:
             if c.plugin not in skip
         )
 
-    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+    def run_filter_with_nominated(self, state: CycleState, pod: Pod, node: Node) -> Status:
         """Filter one node (preemption's what-if check); the first rejection wins."""
-        nodes = NodeSet(node.table, np.asarray([node.row], dtype=np.int64))
+        info = node_info_of(node)
+        pod = cast(PodInfo, pod)
+        nodes = NodeSet(info.table, np.asarray([info.row], dtype=np.int64))
         outcome = self.run_filter(state, pod, nodes)
         if not outcome.status.is_success():
             return outcome.status
         if len(outcome.feasible):
             return Status.success()
-        verdict = outcome.diagnosis.node_verdicts.get(node.name)
+        verdict = outcome.diagnosis.node_verdicts.get(info.name)
         if verdict is None:
             return Status.unschedulable()
         return Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
 
     def run_pre_filter_add_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node: Node
     ) -> Status:
-        return self._run_extension(self.add_pod_calls, state, pod, pod_to_add, node)
+        return self._run_extension(
+            self.add_pod_calls, state, cast(PodInfo, pod), pod_to_add, node_info_of(node)
+        )
 
     def run_pre_filter_remove_pod(
-        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: Node
     ) -> Status:
-        return self._run_extension(self.remove_pod_calls, state, pod, pod_to_remove, node)
+        return self._run_extension(
+            self.remove_pod_calls, state, cast(PodInfo, pod), pod_to_remove, node_info_of(node)
+        )
 
     def _run_extension(
         self,
         calls: Iterable[PluginCall],
         state: CycleState,
         pod: PodInfo,
-        other: PodInfo,
+        other: Pod,
         node: NodeInfo,
     ) -> Status:
         args = (state, pod, other, node)

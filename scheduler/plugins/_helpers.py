@@ -12,9 +12,10 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from scheduler.api.args import ArgsT as ArgsT
+from scheduler.api.args import PluginArgs as PluginArgs
+from scheduler.api.args import coerce_args as coerce_args
 from scheduler.api.handle import ObjectStore
 from scheduler.api.results import MAX_NODE_SCORE
 from scheduler.model.selectors import LabelSelector
@@ -23,30 +24,7 @@ from scheduler.state.nodetable import NodeTable
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-ArgsT = TypeVar("ArgsT", bound=BaseModel)
 T = TypeVar("T")
-
-
-class PluginArgs(BaseModel):
-    """Base of the plugins' ``pluginConfig`` args: kube's camelCase, nothing unknown."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-    )
-
-
-def coerce_args(model: type[ArgsT], args: Any) -> ArgsT:
-    """The plugin's args as its model: ``None`` means kube's defaults, a dict is validated."""
-    if args is None:
-        return model()
-    if isinstance(args, model):
-        return args
-    if isinstance(args, BaseModel):
-        args = args.model_dump(by_alias=True, exclude_unset=True)
-    return model.model_validate(args)
 
 
 def go_div(numerator: IntArray, denominator: IntArray | int) -> IntArray:

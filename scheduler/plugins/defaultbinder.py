@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from scheduler.api import CycleState, Plugin, PodInfo, Status, bind_pod, hookimpl
+from scheduler.api import CycleState, Plugin, Status, bind_pod, hookimpl
+from scheduler.state.pod import PodInfo
 
 
 class DefaultBinder(Plugin):

@@ -64,18 +64,16 @@ from scheduler.api import (
     CycleState,
     Diagnosis,
     Handle,
-    NodeInfo,
-    NodeSet,
-    NodeTable,
     ObjectStore,
     Plugin,
-    PodInfo,
     PostFilterResult,
     Status,
     hookimpl,
 )
 from scheduler.model.selectors import LabelSelector, SelectorError
 from scheduler.plugins._helpers import PluginArgs, coerce_args
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 NAME = "DefaultPreemption"
 PDB_RESOURCE = ("policy", "v1", "poddisruptionbudgets")
@@ -553,7 +551,7 @@ class DefaultPreemption(Plugin):
 
     def potential_rows(self, diagnosis: Diagnosis) -> IntArray:
         """NodeTable rows rejected only as Unschedulable, in row order."""
-        table = self.handle.table
+        table: NodeTable = self.handle.table
         if self._absent_code(diagnosis) is Code.UNSCHEDULABLE:
             return table.rows()
         rows = np.unique(diagnosis.resolvable_rows()).astype(np.int64)

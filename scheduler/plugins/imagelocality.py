@@ -28,9 +28,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api import MAX_NODE_SCORE, CycleState, NodeSet, Plugin, PodInfo, hookimpl
+from scheduler.api import MAX_NODE_SCORE, CycleState, Plugin, hookimpl
 from scheduler.api.handle import Handle
-from scheduler.state.nodetable import NodeTable, ParsedNode
+from scheduler.state.nodetable import NodeSet, NodeTable, ParsedNode
+from scheduler.state.pod import PodInfo
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB

@@ -54,12 +54,7 @@ from scheduler.api import (
     CycleState,
     FilterResult,
     Handle,
-    InvalidPodError,
-    NodeInfo,
-    NodeSet,
-    NodeTable,
     Plugin,
-    PodInfo,
     PreFilterResult,
     QueueingHint,
     Resource,
@@ -75,6 +70,8 @@ from scheduler.plugins._helpers import (
     compile_selector,
     lookup,
 )
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.pod import InvalidPodError, PodInfo
 
 NAME = "InterPodAffinity"
 

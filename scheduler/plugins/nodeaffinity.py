@@ -28,9 +28,9 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
+    Nodes,
     Plugin,
-    PodInfo,
+    Pod,
     PreFilterResult,
     Resource,
     Status,
@@ -109,7 +109,7 @@ class _Preferred:
     terms: tuple[tuple[int, NodeSelectorTerm], ...]
 
 
-def _required_of(pod: PodInfo) -> _Required:
+def _required_of(pod: Pod) -> _Required:
     cache: dict[str, Any] = pod.cache.setdefault(NAME, {})
     cached = cache.get("required")
     if isinstance(cached, _Required):
@@ -134,7 +134,7 @@ def _preferred_terms(raw_terms: Sequence[Mapping[str, Any]]) -> _Preferred:
     return _Preferred(tuple(terms))
 
 
-def _preferred_of(pod: PodInfo) -> _Preferred:
+def _preferred_of(pod: Pod) -> _Preferred:
     cache: dict[str, Any] = pod.cache.setdefault(NAME, {})
     cached = cache.get("preferred")
     if isinstance(cached, _Preferred):
@@ -145,16 +145,18 @@ def _preferred_of(pod: PodInfo) -> _Preferred:
     return preferred
 
 
-def term_mask(term: NodeSelectorTerm, nodes: NodeSet) -> BoolArray:
+def term_mask(term: NodeSelectorTerm, nodes: Nodes) -> BoolArray:
     """Which candidates satisfy one node selector term (empty/broken terms: none)."""
     if term.error is not None or term.is_empty:
         return np.zeros(len(nodes), dtype=np.bool_)
-    table = nodes.table
-    mask = table.labels.match_all(term.requirements, nodes.rows)
+    mask = nodes.match_labels(term.requirements)
     for req in term.field_requirements:
         if req.key == NODE_FIELD_NAME:
-            named = [row for row in (table.row_of(v) for v in req.values) if row is not None]
-            hit = np.isin(nodes.rows, np.asarray(named, dtype=np.int64))
+            hit = np.zeros(len(nodes), dtype=np.bool_)
+            for name in req.values:
+                i = nodes.index_of(name)
+                if i is not None:
+                    hit[i] = True
         else:
             # Unknown fields read as "" for every node.
             hit = np.full(len(nodes), "" in req.values, dtype=np.bool_)
@@ -162,21 +164,21 @@ def term_mask(term: NodeSelectorTerm, nodes: NodeSet) -> BoolArray:
     return mask
 
 
-def selector_mask(selector: NodeSelector, nodes: NodeSet) -> BoolArray:
+def selector_mask(selector: NodeSelector, nodes: Nodes) -> BoolArray:
     mask = np.zeros(len(nodes), dtype=np.bool_)
     for term in selector.terms:
         mask |= term_mask(term, nodes)
     return mask
 
 
-def required_mask(required: _Required, nodes: NodeSet) -> BoolArray:
-    mask = nodes.table.labels.match_all(required.node_selector, nodes.rows)
+def required_mask(required: _Required, nodes: Nodes) -> BoolArray:
+    mask = nodes.match_labels(required.node_selector)
     if required.affinity is not None:
         mask &= selector_mask(required.affinity, nodes)
     return mask
 
 
-def preferred_score(preferred: _Preferred, nodes: NodeSet) -> IntArray:
+def preferred_score(preferred: _Preferred, nodes: Nodes) -> IntArray:
     score = np.zeros(len(nodes), dtype=np.int64)
     for weight, term in preferred.terms:
         score += np.where(term_mask(term, nodes), weight, 0)
@@ -184,7 +186,7 @@ def preferred_score(preferred: _Preferred, nodes: NodeSet) -> IntArray:
 
 
 class NodeAffinity(Plugin):
-    api_version: ClassVar[str] = "1.1"
+    api_version: ClassVar[str] = "2.0"
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
     pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
@@ -211,7 +213,7 @@ class NodeAffinity(Plugin):
 
     @hookimpl
     def pre_filter(
-        self, state: CycleState, pod: PodInfo, nodes: NodeSet
+        self, state: CycleState, pod: Pod, nodes: Nodes
     ) -> PreFilterResult | Status | None:
         node_affinity = pod.affinity.get("nodeAffinity") or {}
         raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -237,7 +239,7 @@ class NodeAffinity(Plugin):
         return PreFilterResult.only(names)
 
     @hookimpl
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+    def filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> FilterResult:
         result = FilterResult(len(nodes))
         enforced_ok = np.ones(len(nodes), dtype=np.bool_)
         if self.added_required is not None:
@@ -252,7 +254,7 @@ class NodeAffinity(Plugin):
         return result.reject_unresolvable(enforced_ok & ~pod_ok, ERR_REASON_POD)
 
     @hookimpl
-    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Nodes) -> Status | None:
         if len(nodes) == 0:
             return None
         try:
@@ -265,7 +267,7 @@ class NodeAffinity(Plugin):
         return None
 
     @hookimpl
-    def score(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> IntArray | Status:
+    def score(self, state: CycleState, pod: Pod, nodes: Nodes) -> IntArray | Status:
         score = np.zeros(len(nodes), dtype=np.int64)
         if self.added_preferred is not None:
             score += preferred_score(self.added_preferred, nodes)
@@ -279,7 +281,7 @@ class NodeAffinity(Plugin):
 
     @hookimpl
     def normalize_score(
-        self, state: CycleState, pod: PodInfo, nodes: NodeSet, scores: IntArray
+        self, state: CycleState, pod: Pod, nodes: Nodes, scores: IntArray
     ) -> IntArray:
         return default_normalize_score(scores, reverse=False)
 

@@ -39,9 +39,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -49,7 +47,8 @@ from scheduler.api import (
 )
 from scheduler.api.handle import Handle
 from scheduler.plugins._helpers import RowKeyIndex, object_uid
-from scheduler.state.nodetable import NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 NAME = "NodeDeclaredFeatures"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

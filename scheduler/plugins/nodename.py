@@ -13,9 +13,9 @@ from scheduler.api import (
     Code,
     CycleState,
     FilterResult,
-    NodeSet,
+    Nodes,
     Plugin,
-    PodInfo,
+    Pod,
     QueueingHint,
     Resource,
     hookimpl,
@@ -31,7 +31,7 @@ def _node_name(obj: Any) -> str:
     return str(getattr(obj, "name", "") or "")
 
 
-def _node_added_with_requested_name(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+def _node_added_with_requested_name(pod: Pod, old: Any, new: Any) -> QueueingHint:
     """Only the arrival of the named node can help a pod that names one."""
     if not pod.node_name or _node_name(new) == pod.node_name:
         return QueueingHint.QUEUE
@@ -39,21 +39,21 @@ def _node_added_with_requested_name(pod: PodInfo, old: Any, new: Any) -> Queuein
 
 
 class NodeName(Plugin):
-    api_version: ClassVar[str] = "1.1"
+    api_version: ClassVar[str] = "2.0"
     name: ClassVar[str] = "NodeName"
     node_local: ClassVar[bool] = True  # results per node depend on that node only
     pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
 
     @hookimpl
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+    def filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> FilterResult:
         if not pod.node_name:
             return FilterResult(len(nodes))
-        # One dictionary lookup instead of comparing every candidate's name.
-        row = nodes.table.row_of(pod.node_name)
-        feasible = nodes.rows == (-1 if row is None else row)
-        return FilterResult.from_mask(
-            np.asarray(feasible, dtype=np.bool_), ERR_REASON, _UNRESOLVABLE
-        )
+        # One lookup instead of comparing every candidate's name.
+        feasible = np.zeros(len(nodes), dtype=np.bool_)
+        i = nodes.index_of(pod.node_name)
+        if i is not None:
+            feasible[i] = True
+        return FilterResult.from_mask(feasible, ERR_REASON, _UNRESOLVABLE)
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:

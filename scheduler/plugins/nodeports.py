@@ -22,9 +22,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -33,7 +31,8 @@ from scheduler.api import (
 from scheduler.api.handle import Handle
 from scheduler.model.ports import HostPort, pod_host_ports, ports_conflict
 from scheduler.plugins._helpers import RowKeyIndex
-from scheduler.state.nodetable import NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 NAME = "NodePorts"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -14,9 +14,9 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
+    Nodes,
     Plugin,
-    PodInfo,
+    Pod,
     Resource,
     hookimpl,
 )
@@ -27,7 +27,7 @@ ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", value="", effect="NoSchedule")
 
 
-def tolerates_unschedulable(pod: PodInfo) -> bool:
+def tolerates_unschedulable(pod: Pod) -> bool:
     cached = pod.cache.get(NAME)
     if not isinstance(cached, bool):
         cached = any(t.tolerates(UNSCHEDULABLE_TAINT) for t in pod.tolerations)
@@ -36,17 +36,17 @@ def tolerates_unschedulable(pod: PodInfo) -> bool:
 
 
 class NodeUnschedulable(Plugin):
-    api_version: ClassVar[str] = "1.1"
+    api_version: ClassVar[str] = "2.0"
     name: ClassVar[str] = NAME
     node_local: ClassVar[bool] = True  # results per node depend on that node only
     pods_via_requested: ClassVar[bool] = True  # Filter sees pods only via `requested`
 
     @hookimpl
-    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> FilterResult:
+    def filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> FilterResult:
         result = FilterResult(len(nodes))
         if tolerates_unschedulable(pod):
             return result
-        cordoned = nodes.table.unschedulable[nodes.rows]
+        cordoned = nodes.unschedulable
         return result.reject_unresolvable(cordoned, ERR_REASON_UNSCHEDULABLE)
 
     @hookimpl

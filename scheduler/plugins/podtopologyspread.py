@@ -66,11 +66,7 @@ from scheduler.api import (
     CycleState,
     FilterResult,
     Handle,
-    NodeInfo,
-    NodeSet,
-    NodeTable,
     Plugin,
-    PodInfo,
     PreFilterResult,
     QueueingHint,
     Resource,
@@ -92,6 +88,8 @@ from scheduler.plugins._helpers import (
     compile_selector,
     lookup,
 )
+from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 NAME = "PodTopologySpread"
 

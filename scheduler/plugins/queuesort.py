@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from scheduler.api import Plugin, QueuedPodInfo, hookimpl
+from scheduler.api import Plugin, hookimpl
+from scheduler.state.pod import QueuedPodInfo
 
 
 class PrioritySort(Plugin):

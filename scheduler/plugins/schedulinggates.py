@@ -13,13 +13,13 @@ from scheduler.api import (
     ClusterEvent,
     ClusterEventWithHint,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
     hookimpl,
 )
 from scheduler.plugins._helpers import object_uid
+from scheduler.state.pod import PodInfo
 
 
 def _gates_eliminated_for_this_pod(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

@@ -21,6 +21,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.api.views import BASE_RESOURCES as BASE_RESOURCES
+from scheduler.api.views import CPU as CPU
+from scheduler.api.views import EPHEMERAL_STORAGE as EPHEMERAL_STORAGE
+from scheduler.api.views import MEMORY as MEMORY
+from scheduler.api.views import PODS as PODS
 from scheduler.model.ports import HostPort
 from scheduler.model.quantity import QuantityError
 from scheduler.model.resources import node_allocatable
@@ -28,9 +33,8 @@ from scheduler.model.taints import Taint
 from scheduler.state.labels import BoolArray, IntArray, LabelIndex
 from scheduler.state.pod import PodInfo
 from scheduler.state.podtable import PodTable
+from scheduler.state.views import NodesView, NodeView, TableArrays
 
-CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
-BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 _OCCUPANCY_KEY = "NodeTable/occupancy"  # in PodInfo.cache
 
 
@@ -124,6 +128,10 @@ class NodeTable:
         # pod accounting bumps only its row's ``generation``. Together they tell
         # a cache of per-node results exactly which rows it must recompute.
         self.node_epoch = 0
+        # Bumped whenever an array is replaced (grown, a column added): read-only
+        # views of the arrays (``scheduler.state.views``) stay valid until it moves.
+        self.layout = 0
+        self.read_only_arrays: TableArrays | None = None  # see TableArrays.of
 
     # -- capacity -----------------------------------------------------------------
 
@@ -154,6 +162,7 @@ class NodeTable:
         self.pods.extend({} for _ in range(new - old))
         self.ports.extend([] for _ in range(new - old))
         self._capacity = new
+        self.layout += 1
 
     @property
     def capacity(self) -> int:
@@ -170,6 +179,7 @@ class NodeTable:
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad])
             self.node_epoch += 1
+            self.layout += 1
         return col
 
     def request_vector(self, requests: Mapping[str, int]) -> npt.NDArray[np.int64]:
@@ -205,6 +215,7 @@ class NodeTable:
             self.taint_list.append(taint)
             pad = np.zeros((self._capacity, 1), dtype=np.bool_)
             self.taint_matrix = np.hstack([self.taint_matrix, pad])
+            self.layout += 1
         return tid
 
     def _touch(self, row: int) -> None:
@@ -364,12 +375,21 @@ class NodeSet:
     and return arrays aligned with ``rows``.
     """
 
-    __slots__ = ("_names", "rows", "table")
+    __slots__ = ("_names", "cached_view", "rows", "table")
 
     def __init__(self, table: NodeTable, rows: IntArray) -> None:
         self.table = table
         self.rows = rows
         self._names: list[str] | None = None
+        #: The view once made (read directly on the framework's hot path).
+        self.cached_view: NodesView | None = None
+
+    def view(self) -> NodesView:
+        """These nodes as the plugin API's read-only ``Nodes`` (made once per set)."""
+        view = self.cached_view
+        if view is None:
+            view = self.cached_view = NodesView(self)
+        return view
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -456,3 +476,12 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r})"
+
+
+def node_info_of(node: object) -> NodeInfo:
+    """The table row behind a node a plugin passed back (a 1.x NodeInfo or a 2.0 view)."""
+    if isinstance(node, NodeView):
+        return node.node_info
+    if isinstance(node, NodeInfo):
+        return node
+    raise TypeError(f"expected a node the framework handed out, got {type(node).__name__}")

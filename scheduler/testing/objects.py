@@ -2,7 +2,7 @@
 
 They return plain API objects (dicts, as a cluster file holds them), so the
 same values feed the emulator, :class:`~scheduler.state.nodetable.NodeTable`
-and :meth:`~scheduler.api.PodInfo.from_dict`::
+and :meth:`~scheduler.state.pod.PodInfo.from_dict`::
 
     make_node("n1", cpu="4", memory="8Gi", labels={"zone": "a"})
     make_pod("web", cpu="500m", annotations={"team": "shop"})

@@ -121,7 +121,7 @@ def test_walkthrough(tmp_path: Path) -> None:
 
     # $ pytest
     tests = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project, site)
-    assert re.search(r"^4 passed", tests.stdout, flags=re.M), tests.stdout
+    assert re.search(r"^5 passed", tests.stdout, flags=re.M), tests.stdout
 
     # $ pluggable-scheduler plugins list
     listing = run(cli("plugins", "list"), project, site).stdout

@@ -15,10 +15,11 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel
 
-from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
+from scheduler.api import CycleState, Plugin, hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.framework.loader import PluginCatalog
 from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 
 class PoolArgs(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from scheduler.api import BindOutcome, BindResult, CycleState, Plugin, PodInfo, Status, hookimpl
+from scheduler.api import BindOutcome, BindResult, CycleState, Plugin, Status, hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Code
 from scheduler.config.loading import load_config
@@ -29,6 +29,7 @@ from scheduler.framework.profile import Profile, build_profiles
 from scheduler.framework.waiting import WaitingPods
 from scheduler.kube.errors import Conflict, NotFound, ServerError
 from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 from tests.engine.helpers import pod, raw_node
 from tests.kube.helpers import eventually
 

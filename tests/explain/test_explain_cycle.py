@@ -8,17 +8,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-from scheduler.api import CycleState, PodInfo, hookimpl
+from scheduler.api import CycleState, hookimpl
 from scheduler.api.results import Diagnosis, PostFilterResult
 from scheduler.api.status import Status
-from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.cli.explain_cmd import load_pod_file, render_text
 from scheduler.cli.main import main
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.errors import UserError
 from scheduler.framework.explain import explain
 from scheduler.framework.loader import PluginCatalog
 from scheduler.simulation.emulator.clusterfile import load_cluster_file
+from scheduler.state.pod import PodInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "examples" / "explain-cluster.yaml"

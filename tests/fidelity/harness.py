@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scheduler.api import CycleState, PodInfo
+from scheduler.api import CycleState
 from scheduler.config import load_config
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
 from scheduler.framework.cycle import Algorithm, num_feasible_nodes_to_find
@@ -83,6 +83,7 @@ from scheduler.plugins.dynamicresources.plugin import DynamicResources
 from scheduler.plugins.dynamicresources.plugin import _State as DraState
 from scheduler.plugins.volumes.binding import NAME as VOLUME_BINDING
 from scheduler.plugins.volumes.binding import VolumeBinding
+from scheduler.state.pod import PodInfo
 from scheduler.tools.controlplane import RestClient
 from tests.fidelity.scenarios import (
     SAMPLING_PERCENTAGE,

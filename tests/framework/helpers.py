@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.api import PodInfo
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
 from scheduler.framework.runtime import Framework
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 
 
 def make_framework(

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.framework.batching import pod_signature
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.handle import FrameworkHandle, StaticStores

@@ -92,8 +92,9 @@ def test_enabled_plugin_is_loaded_configured_and_run(with_dists):
     profiles = build_profiles(config, catalog, lambda name: FrameworkHandle(name, table))
     # Only enabled plugins are imported: the broken ones stay untouched.
     assert "brokenimport" not in sys.modules and "badhook" not in sys.modules
-    from scheduler.api import CycleState, PodInfo
+    from scheduler.api import CycleState
     from scheduler.framework.cycle import Algorithm
+    from scheduler.state.pod import PodInfo
 
     framework = profiles["pluggable-scheduler"].framework
     pod = PodInfo.from_dict(

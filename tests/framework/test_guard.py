@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 import structlog
 
-from scheduler.api import Code, CycleState, FilterResult, PodInfo, Status, hookimpl
+from scheduler.api import Code, CycleState, FilterResult, Status, hookimpl
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.guard import WATCHDOG, Breaker, abandoned_count
 from scheduler.framework.runtime import IGNORED_KEY, SLOW_WINDOW_CYCLES, Framework
 from scheduler.observability.metrics import SchedulerMetrics
+from scheduler.state.pod import PodInfo
 from tests.framework.helpers import budgets, make_framework, node, pod, table_of
 
 

@@ -7,10 +7,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from scheduler.api import CycleState, PodInfo
+from scheduler.api import CycleState
 from scheduler.framework.cycle import Algorithm
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 from tests.framework.helpers import handle, make_framework, node, pod, table_of
 from tests.framework.test_batching import _templates, default_profile, random_node, replica
 

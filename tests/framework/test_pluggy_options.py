@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
+from scheduler.api import CycleState, Plugin, hookimpl
 from scheduler.config import load_config
 from scheduler.errors import UserError
 from scheduler.framework.cycle import Algorithm
@@ -19,6 +19,7 @@ from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.loader import PluginCatalog, PluginLoadError
 from scheduler.framework.profile import build_profiles
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 from tests.framework.test_discovery import config_enabling
 
 DIST = "scheduler-plugin-pluggyopts"

@@ -308,7 +308,7 @@ def test_image_builds_without_a_registry(docker: Docker, scheduler_image: BuiltI
     assert config["Healthcheck"]["Test"][-3:] == [
         "python3",
         "-m",
-        "scheduler.observability.healthcheck",
+        "scheduler.daemon.healthcheck",
     ]
     # pip's build arguments pointed at loopback; none of them stays in the image.
     assert not [

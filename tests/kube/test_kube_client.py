@@ -19,7 +19,7 @@ from aiohttp import web
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio.config import incluster_config, kube_config
 
-from scheduler.api import BindOutcome, BindResult, Code, PodInfo, bind_pod
+from scheduler.api import BindOutcome, BindResult, Code, bind_pod
 from scheduler.kube.client import STRATEGIC_MERGE_PATCH, KubeClient
 from scheduler.kube.errors import (
     AlreadyExists,
@@ -33,6 +33,7 @@ from scheduler.kube.errors import (
 )
 from scheduler.simulation.emulator import EmulatorServer
 from scheduler.simulation.emulator.statuserrors import ApiError as EmulatedError
+from scheduler.state.pod import PodInfo
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import node, pod
 

@@ -7,10 +7,11 @@ import re
 import time
 from typing import Any
 
-from scheduler.api import PodInfo, bind_pod
+from scheduler.api import bind_pod
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventRecorder, object_reference
 from scheduler.simulation.emulator import EmulatorServer
+from scheduler.state.pod import PodInfo
 from tests.kube.conftest import ClientFactory
 from tests.kube.helpers import pod
 

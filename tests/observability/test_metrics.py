@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from scheduler.api import Code, CycleState, FilterResult, PodInfo, hookimpl
+from scheduler.api import Code, CycleState, FilterResult, hookimpl
 from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
 from scheduler.framework.runtime import Framework, FrameworkRecorder
 from scheduler.observability.metrics import (
@@ -26,6 +26,7 @@ from scheduler.observability.metrics import (
     exponential_buckets,
 )
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 
 
 def exercise(m: SchedulerMetrics) -> None:

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from scheduler.api import CycleState, Handle, NodeSet, NodeTable, PodInfo
+from scheduler.api import CycleState, Handle
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 Quantities = Mapping[str, str | int]
 

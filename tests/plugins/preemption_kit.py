@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api import Code, CycleState, Diagnosis, PodInfo, Rejection, Status, hookimpl
+from scheduler.api import Code, CycleState, Diagnosis, Status, hookimpl
+from scheduler.api.results import Rejection
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.defaultpreemption import NAME, DefaultPreemption
@@ -28,6 +29,7 @@ from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.tainttoleration import TaintToleration
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 from tests.framework.helpers import make_framework
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from scheduler.api import Code, PodInfo
+from scheduler.api import Code
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.waiting import WaitingPodEntry
 from scheduler.plugins.defaultpreemption import (
@@ -30,6 +30,7 @@ from scheduler.plugins.defaultpreemption import (
     filter_pods_with_pdb_violation,
     pick_one_node,
 )
+from scheduler.state.pod import PodInfo
 from tests.plugins.preemption_kit import (
     HIGH,
     LARGE,

@@ -16,17 +16,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from scheduler.api import (
-    ActionType,
-    Code,
-    CycleState,
-    Handle,
-    NodeTable,
-    PodInfo,
-    QueueingHint,
-    Resource,
-    Status,
-)
+from scheduler.api import ActionType, Code, CycleState, Handle, QueueingHint, Resource, Status
 from scheduler.plugins.interpodaffinity import (
     ERR_AFFINITY_RULES_NOT_MATCH,
     ERR_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -36,6 +26,8 @@ from scheduler.plugins.interpodaffinity import (
     InterPodAffinity,
     PreScoreState,
 )
+from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 from tests.plugins.builders import make_node, make_pod, make_table
 
 S, U, UU = Code.SUCCESS, Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE

@@ -249,7 +249,7 @@ def test_filter(
     kwargs = dict(pod_kwargs)
     if affinity is not None:
         kwargs["affinity"] = affinity
-    info, state, nodes = pod_info(**kwargs), new_state(), table.all_nodes()
+    info, state, nodes = pod_info(**kwargs), new_state(), table.all_nodes().view()
     pre = plugin.pre_filter(state, info, nodes)
     if isinstance(pre, Status) and pre.is_skip():
         assert fits  # nothing to filter on
@@ -264,7 +264,7 @@ def test_filter(
 
 def test_pre_filter_skips_pods_without_constraints() -> None:
     plugin = NodeAffinity(None, FakeHandle())
-    status = plugin.pre_filter(new_state(), pod_info(), make_table([]).all_nodes())
+    status = plugin.pre_filter(new_state(), pod_info(), make_table([]).all_nodes().view())
     assert isinstance(status, Status) and status.is_skip()
 
 
@@ -316,7 +316,7 @@ def test_pre_filter_skips_pods_without_constraints() -> None:
 def test_pre_filter_node_names(terms: list[dict[str, Any]], expected: Any) -> None:
     plugin = NodeAffinity(None, FakeHandle())
     got = plugin.pre_filter(
-        new_state(), pod_info(affinity=required(*terms)), make_table([]).all_nodes()
+        new_state(), pod_info(affinity=required(*terms)), make_table([]).all_nodes().view()
     )
     assert got == expected
 
@@ -338,7 +338,7 @@ def test_added_affinity_is_enforced_first() -> None:
     )
     plugin = NodeAffinity(args, FakeHandle(table))
     info = pod_info(node_selector={"x": "y"})
-    state, nodes = new_state(), table.all_nodes()
+    state, nodes = new_state(), table.all_nodes().view()
     assert plugin.pre_filter(state, info, nodes) is None
     result = plugin.filter(state, info, nodes)
     assert result.codes.tolist() == [Code.UNSCHEDULABLE_AND_UNRESOLVABLE] * 2 + [0]
@@ -428,7 +428,7 @@ def test_score(
     if added is not None:
         args = {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": added}}
     plugin = NodeAffinity(args, FakeHandle(table))
-    info, state, nodes = pod_info(affinity=affinity), new_state(), table.all_nodes()
+    info, state, nodes = pod_info(affinity=affinity), new_state(), table.all_nodes().view()
     pre = plugin.pre_score(state, info, nodes)
     if isinstance(pre, Status) and pre.is_skip():
         assert expected == [0] * len(labels)
@@ -442,7 +442,7 @@ def test_pre_score_error_on_invalid_preferred_term() -> None:
     plugin = NodeAffinity(None, FakeHandle())
     bad = preferred((1, {"matchExpressions": [expr("foo", "Gt", "notanumber")]}))
     status = plugin.pre_score(
-        new_state(), pod_info(affinity=bad), make_table([make_node("n")]).all_nodes()
+        new_state(), pod_info(affinity=bad), make_table([make_node("n")]).all_nodes().view()
     )
     assert isinstance(status, Status) and status.code is Code.ERROR
 

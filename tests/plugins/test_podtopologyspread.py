@@ -15,18 +15,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from scheduler.api import (
-    ActionType,
-    Code,
-    CycleState,
-    Handle,
-    NodeSet,
-    NodeTable,
-    PodInfo,
-    QueueingHint,
-    Resource,
-    Status,
-)
+from scheduler.api import ActionType, Code, CycleState, Handle, QueueingHint, Resource, Status
 from scheduler.plugins.podtopologyspread import (
     ERR_CONSTRAINTS_NOT_MATCH,
     ERR_NODE_LABEL_NOT_MATCH,
@@ -35,6 +24,8 @@ from scheduler.plugins.podtopologyspread import (
     PodTopologySpread,
     PreFilterState,
 )
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 from tests.plugins.builders import make_node, make_pod, make_table
 
 HOST = "kubernetes.io/hostname"

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.api import Code, CycleState, PodInfo, Status, hookimpl
+from scheduler.api import Code, CycleState, Status, hookimpl
 from scheduler.framework.handle import FrameworkHandle
 from scheduler.plugins.defaultpreemption import Candidate, DefaultPreemption
 from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
 from tests.plugins.preemption_kit import (
     HIGH,
     LOW,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.api import Code, PodInfo, Status
+from scheduler.api import Code, Status
 from scheduler.api.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from scheduler.engine.queue import (
     ACTIVE,
@@ -23,6 +23,7 @@ from scheduler.engine.queue import (
     SchedulingQueue,
 )
 from scheduler.plugins.defaultpreemption import MSG_IN_PROGRESS, Candidate
+from scheduler.state.pod import PodInfo
 from tests.engine.helpers import FakeClock, make_queue, pod
 from tests.plugins.preemption_kit import HIGH, build_cluster, knode, kpod
 

@@ -11,15 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.api import (
-    BindOutcome,
-    BindResult,
-    Code,
-    QueuedPodInfo,
-    QueueingHint,
-    Resource,
-    Status,
-)
+from scheduler.api import BindOutcome, BindResult, Code, QueueingHint, Resource, Status
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.nodename import ERR_REASON as NODE_NAME_REASON
 from scheduler.plugins.nodename import NodeName
@@ -28,6 +20,7 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.state.pod import QueuedPodInfo
 from tests.plugins.builders import FakeHandle, make_node, make_pod, make_table, new_state, pod_info
 
 # -- PrioritySort ---------------------------------------------------------------------
@@ -86,7 +79,7 @@ def test_scheduling_gates_hint_only_for_the_pod_itself() -> None:
 def test_node_name(node_name: str | None, expected: list[int]) -> None:
     table = make_table([make_node("foo"), make_node("bar")])
     result = NodeName(None, FakeHandle(table)).filter(
-        new_state(), pod_info(node_name=node_name), table.all_nodes()
+        new_state(), pod_info(node_name=node_name), table.all_nodes().view()
     )
     assert result.codes.tolist() == expected
     if node_name:
@@ -96,7 +89,7 @@ def test_node_name(node_name: str | None, expected: list[int]) -> None:
 def test_node_name_absent_node_rejects_all() -> None:
     table = make_table([make_node("foo")])
     result = NodeName(None, FakeHandle(table)).filter(
-        new_state(), pod_info(node_name="gone"), table.all_nodes()
+        new_state(), pod_info(node_name="gone"), table.all_nodes().view()
     )
     assert result.feasible.tolist() == [False]
 
@@ -135,7 +128,7 @@ def test_node_unschedulable(
 ) -> None:
     table = make_table([make_node("n", unschedulable=unschedulable)])
     plugin = NodeUnschedulable(None, FakeHandle(table))
-    result = plugin.filter(new_state(), pod_info(tolerations=tolerations), table.all_nodes())
+    result = plugin.filter(new_state(), pod_info(tolerations=tolerations), table.all_nodes().view())
     if fits:
         assert result.codes.tolist() == [0]
     else:

@@ -98,7 +98,7 @@ def test_filter(name: str, tolerations: Any, taints: Any, fits: bool) -> None:
     table = make_table([make_node("nodeA", taints=taints), make_node("clean")])
     plugin = TaintToleration(None, FakeHandle(table))
     info = pod_info(tolerations=tolerations)
-    result = plugin.filter(new_state(), info, table.all_nodes())
+    result = plugin.filter(new_state(), info, table.all_nodes().view())
     if fits:
         assert result.codes.tolist() == [0, 0]
     else:
@@ -110,7 +110,7 @@ def test_filter_verdicts_follow_new_taints() -> None:
     table = make_table([make_node("a", taints=[taint("x", "1", "NoSchedule")])])
     plugin = TaintToleration(None, FakeHandle(table))
     info = pod_info(tolerations=[tol("x", "Exists", "", "")])
-    assert plugin.filter(new_state(), info, table.all_nodes()).feasible.tolist() == [True]
+    assert plugin.filter(new_state(), info, table.all_nodes().view()).feasible.tolist() == [True]
     table.upsert_node(make_node("b", taints=[taint("x", "1", "NoSchedule")]))
     more = make_table(
         [
@@ -118,7 +118,8 @@ def test_filter_verdicts_follow_new_taints() -> None:
             make_node("c", taints=[taint("y", "", "NoExecute")]),
         ]
     )
-    assert plugin.filter(new_state(), info, more.all_nodes()).feasible.tolist() == [True, False]
+    result = plugin.filter(new_state(), info, more.all_nodes().view())
+    assert result.feasible.tolist() == [True, False]
 
 
 SCORE_CASES: list[tuple[str, Any, list[Any], list[int]]] = [
@@ -193,7 +194,7 @@ SCORE_CASES: list[tuple[str, Any, list[Any], list[int]]] = [
 def test_score(name: str, tolerations: Any, node_taints: list[Any], expected: list[int]) -> None:
     table = make_table([make_node(f"node{i}", taints=t) for i, t in enumerate(node_taints)])
     plugin = TaintToleration(None, FakeHandle(table))
-    state, info, nodes = new_state(), pod_info(tolerations=tolerations), table.all_nodes()
+    state, info, nodes = new_state(), pod_info(tolerations=tolerations), table.all_nodes().view()
     assert plugin.pre_score(state, info, nodes) is None
     raw = plugin.score(state, info, nodes)
     assert plugin.normalize_score(state, info, nodes, raw).tolist() == expected

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api import Code, CycleState, FilterResult, PodInfo, QueueingHint, Status
+from scheduler.api import Code, CycleState, FilterResult, QueueingHint, Status
 from scheduler.plugins.volumes.limits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from scheduler.plugins.volumes.restrictions import (
     ERR_REASON_DISK_CONFLICT,
@@ -14,6 +14,7 @@ from scheduler.plugins.volumes.restrictions import (
     VolumeRestrictions,
 )
 from scheduler.plugins.volumes.zone import ERR_REASON_CONFLICT, VolumeZone
+from scheduler.state.pod import PodInfo
 from tests.plugins.builders import make_node, make_pod, make_table
 from tests.plugins.preemption_kit import HIGH, LOW, build_cluster, knode, kpod
 from tests.plugins.volume_builders import (

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.api import Code, CycleState, FilterResult, PodInfo, QueueingHint, Status
+from scheduler.api import Code, CycleState, FilterResult, QueueingHint, Status
 from scheduler.plugins.volumes.binding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -18,6 +18,7 @@ from scheduler.plugins.volumes.binding import (
     VolumeBinding,
     VolumeBindingArgs,
 )
+from scheduler.state.pod import PodInfo
 from tests.plugins.builders import make_node, make_pod, make_table
 from tests.plugins.volume_builders import (
     VolumeHandle,

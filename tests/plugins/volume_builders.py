@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from scheduler.api import Handle, NodeTable
+from scheduler.api import Handle
+from scheduler.state.nodetable import NodeTable
 
 Obj = dict[str, Any]
 

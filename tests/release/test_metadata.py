@@ -20,7 +20,12 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from scheduler import __version__
-from scheduler.api.version import PLUGIN_API_VERSION, parse_api_version
+from scheduler.api.version import (
+    LEGACY_MAJORS,
+    PLUGIN_API_VERSION,
+    is_compatible,
+    parse_api_version,
+)
 from scheduler.cli.needs_cmd import referenced_plugins
 from scheduler.config import load_config
 from scheduler.distributions import KNOWN_DISTRIBUTIONS, conventional_distribution
@@ -87,7 +92,9 @@ def test_changelog_table_has_this_release() -> None:
     _, provided, runs = (cell.strip() for cell in row.strip("|").split("|"))
     assert provided == PLUGIN_API_VERSION
     major, minor = parse_api_version(PLUGIN_API_VERSION)
-    assert runs == ", ".join(f"{major}.{m}" for m in range(minor + 1))
+    served = [(m, last) for m, last in sorted(LEGACY_MAJORS.items())] + [(major, minor)]
+    assert runs == ", ".join(f"{m}.{n}" for m, last in served for n in range(last + 1))
+    assert all(is_compatible(v) for v in runs.split(", "))
     assert f"## {__version__}" in changelog
 
 

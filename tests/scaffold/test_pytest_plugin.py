@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.api import FilterResult, NodeSet, Plugin, PodInfo, hookimpl
+from scheduler.api import FilterResult, Plugin, hookimpl
 from scheduler.api.cyclestate import CycleState
 from scheduler.errors import UserError
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 from scheduler.testing.objects import make_node, make_pod
 
 

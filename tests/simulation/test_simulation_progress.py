@@ -14,7 +14,7 @@ import asyncio
 import time
 from typing import Any, ClassVar
 
-from scheduler.api import CycleState, Plugin, PodInfo, hookimpl
+from scheduler.api import CycleState, Plugin, hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.config.loading import load_config
 from scheduler.config.models import SchedulerConfiguration
@@ -29,6 +29,7 @@ from scheduler.simulation.simulate import (
     simulate,
 )
 from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 PROFILE = "pluggable-scheduler"
 

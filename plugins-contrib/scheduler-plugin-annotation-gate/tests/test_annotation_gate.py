@@ -8,23 +8,19 @@ import pytest
 from pydantic import ValidationError
 from scheduler_plugin_annotation_gate import AnnotationGate, AnnotationGateArgs
 
-from scheduler.api import Code, CycleState, NodeTable, PodInfo
-from scheduler.errors import UserError
-from scheduler.framework.handle import FrameworkHandle
-from scheduler.framework.loader import PluginCatalog
-from scheduler.testing.objects import make_node, make_pod
+from scheduler.api import Code
+from scheduler.testing import PluginTestKit, UserError, installed_plugin, make_node, make_pod
 
 KEY = "mycompany.com/environment"
+KIT = PluginTestKit(nodes=[make_node("n1")])
 
 
 def gate(**args: Any) -> AnnotationGate:
-    table = NodeTable()
-    return AnnotationGate(AnnotationGateArgs.model_validate(args), FrameworkHandle("p", table))
+    return KIT.build(AnnotationGate, args)
 
 
 def verdict(plugin: AnnotationGate, annotations: dict[str, str]) -> Any:
-    pod = PodInfo.from_dict(make_pod("p", annotations=annotations))
-    return plugin.pre_filter(CycleState(), pod, plugin.handle.table.all_nodes())
+    return KIT.call(plugin, "pre_filter", make_pod("p", annotations=annotations))
 
 
 @pytest.mark.parametrize(
@@ -81,7 +77,7 @@ def test_only_listed_values_are_rejected() -> None:
 
 
 def test_installed_entry_point_loads() -> None:
-    loaded = PluginCatalog.discover().load("AnnotationGate")
+    loaded = installed_plugin("AnnotationGate")
     assert loaded.plugin_class is AnnotationGate
     assert loaded.args_model is AnnotationGateArgs
     assert loaded.hooks == {"pre_filter"}

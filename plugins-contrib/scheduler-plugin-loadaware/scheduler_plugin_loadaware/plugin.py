@@ -36,7 +36,9 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scheduler.api import (
+    CPU,
     MAX_NODE_SCORE,
+    MEMORY,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -51,7 +53,6 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.model.quantity import QuantityError, parse_quantity
-from scheduler.state.nodetable import CPU, MEMORY
 
 NODE_METRICS = ("metrics.k8s.io", "v1beta1", "nodes")
 RESOURCES: tuple[Literal["cpu", "memory"], ...] = ("cpu", "memory")

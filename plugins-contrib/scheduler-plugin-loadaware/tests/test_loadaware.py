@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,10 +12,8 @@ import structlog
 from pydantic import ValidationError
 from scheduler_plugin_loadaware import LoadAware, LoadAwareArgs, target_load_score
 
-from scheduler.api import CycleState, NodeTable, PodInfo
-from scheduler.framework.handle import FrameworkHandle, StaticStore
-from scheduler.framework.loader import PluginCatalog
-from scheduler.testing.objects import make_node, make_node_metrics, make_pod
+from scheduler.testing import PluginTestKit, installed_plugin, make_node, make_pod
+from scheduler.testing.objects import make_node_metrics
 
 FALLBACK_LOG = "node metrics unavailable: scoring these nodes by the fallback"
 
@@ -58,31 +57,32 @@ def test_args_validation(args: dict[str, Any], problem: str) -> None:
         LoadAwareArgs.model_validate(args)
 
 
-# -- the plugin on a NodeTable --------------------------------------------------------
+# -- the plugin on a small cluster (scheduler.testing.PluginTestKit) -------------------
 
 
-def plugin_on(nodes: list[dict[str, Any]], metrics: list[dict[str, Any]], **args: Any) -> LoadAware:
-    table = NodeTable()
-    for node in nodes:
-        table.upsert_node(node)
-    store = StaticStore(metrics)
-    handle = FrameworkHandle("test", table, store_provider=lambda *_: store)
-    plugin = LoadAware(LoadAwareArgs.model_validate(args), handle.for_plugin("LoadAware"))
+@dataclass
+class On:
+    """The plugin and the kit holding its cluster."""
+
+    kit: PluginTestKit
+    plugin: LoadAware
+
+
+def plugin_on(nodes: list[dict[str, Any]], metrics: list[dict[str, Any]], **args: Any) -> On:
+    kit = PluginTestKit(nodes=nodes, objects=metrics)
+    plugin = kit.build(LoadAware, args)
     plugin.refresh_seconds = 0.0  # type: ignore[misc]
-    return plugin
+    return On(kit, plugin)
 
 
-def scores(plugin: LoadAware, cpu: str = "100m", name: str = "p") -> Mapping[str, int]:
-    pod = PodInfo.from_dict(make_pod(name, cpu=cpu))
-    nodes = plugin.handle.table.all_nodes()
-    return dict(zip(nodes.names, plugin.score(CycleState(), pod, nodes).tolist(), strict=True))
+def scores(on: On, cpu: str = "100m", name: str = "p") -> Mapping[str, int]:
+    got = on.kit.call(on.plugin, "score", make_pod(name, cpu=cpu))
+    return dict(zip(on.kit.nodes().names, got.tolist(), strict=True))
 
 
-def verdicts(plugin: LoadAware) -> dict[str, list[str]]:
-    pod = PodInfo.from_dict(make_pod("p"))
-    nodes = plugin.handle.table.all_nodes()
-    result = plugin.filter(CycleState(), pod, nodes)
-    return {name: result.reasons_at(i) for i, name in enumerate(nodes.names)}
+def verdicts(on: On) -> dict[str, list[str]]:
+    result = on.kit.call(on.plugin, "filter", make_pod("p"))
+    return {name: result.reasons_at(i) for i, name in enumerate(on.kit.nodes().names)}
 
 
 NODES = [make_node(n, cpu="10", memory="10Gi") for n in ("hot", "target", "cold")]
@@ -114,7 +114,7 @@ def test_stale_and_invalid_metrics_use_the_requested_fallback() -> None:
         {**make_node_metrics("cold"), "usage": {"cpu": "lots"}},  # invalid
     ]
     plugin = plugin_on(NODES, metrics, resourceWeights={"cpu": 1}, metricsExpirationSeconds=60)
-    plugin.handle.table.add_pod(PodInfo.from_dict(make_pod("x", cpu="4", node_name="hot")))
+    plugin.kit.add_pod(make_pod("x", cpu="4", node_name="hot"))
     assert scores(plugin, cpu="0") == {"hot": 100, "target": 100, "cold": 40}
 
 
@@ -148,7 +148,7 @@ def test_fallback_is_logged_once_per_node_not_per_pod() -> None:
     assert fallback[0]["plugin"] == "LoadAware"
 
     # A new node without metrics is logged (alone); nodes already logged are not.
-    plugin.handle.table.upsert_node(make_node("new"))
+    plugin.kit.add_node(make_node("new"))
     with structlog.testing.capture_logs() as logs:
         scores(plugin)
         scores(plugin)
@@ -156,7 +156,7 @@ def test_fallback_is_logged_once_per_node_not_per_pod() -> None:
 
 
 def test_installed_entry_point_loads() -> None:
-    loaded = PluginCatalog.discover().load("LoadAware")
+    loaded = installed_plugin("LoadAware")
     assert loaded.plugin_class is LoadAware
     assert loaded.hooks == {"filter", "score", "events_to_register"}
 

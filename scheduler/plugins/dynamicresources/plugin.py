@@ -63,9 +63,7 @@ from scheduler.api import (
     Code,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -73,7 +71,7 @@ from scheduler.api import (
 )
 from scheduler.api.handle import Handle
 from scheduler.api.results import PostFilterResult
-from scheduler.config.durations import GoDuration
+from scheduler.model.durations import GoDuration
 from scheduler.model.selectors import NodeSelector, SelectorError
 from scheduler.plugins._helpers import (
     FromStore,
@@ -128,6 +126,8 @@ from scheduler.plugins.dynamicresources.pools import (
 )
 from scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from scheduler.plugins.nodeaffinity import selector_mask
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "DynamicResources"
 STATE_KEY = NAME
@@ -396,7 +396,7 @@ class DynamicResources(Plugin):
         for index, selector in enumerate(data.available_on):
             if selector is None:
                 continue
-            misses = ~selector_mask(selector, nodes) & open_
+            misses = ~selector_mask(selector, nodes.view()) & open_
             if misses.any():
                 claim_misses.append((index, misses))
                 unavailable |= misses

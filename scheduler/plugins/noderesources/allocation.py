@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
-from scheduler.api import MAX_NODE_SCORE, NodeSet, PodInfo
+from scheduler.api import MAX_NODE_SCORE
 from scheduler.model.resources import (
     is_extended_resource_name,
     is_scalar_resource_name,
@@ -32,7 +32,8 @@ from scheduler.model.resources import (
     pod_requests,
 )
 from scheduler.plugins._helpers import PluginArgs
-from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY, NodeSet
+from scheduler.state.pod import PodInfo
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

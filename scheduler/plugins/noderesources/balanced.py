@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator
 
-from scheduler.api import CycleState, NodeSet, Plugin, PodInfo, Status, hookimpl
+from scheduler.api import CycleState, Plugin, Status, hookimpl
 from scheduler.api.handle import Handle
 from scheduler.plugins._helpers import PluginArgs, coerce_args
 from scheduler.plugins.noderesources.allocation import (
@@ -29,6 +29,8 @@ from scheduler.plugins.noderesources.allocation import (
     pod_score_requests,
     validate_resource_names,
 )
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME

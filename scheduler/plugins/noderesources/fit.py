@@ -28,9 +28,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -59,7 +57,8 @@ from scheduler.plugins.noderesources.allocation import (
     requested_to_capacity_ratio,
 )
 from scheduler.plugins.noderesources.draextended import DeviceTotals, SliceSet
-from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from scheduler.state.nodetable import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

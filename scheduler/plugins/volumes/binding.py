@@ -46,9 +46,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QuantityError,
     QueueingHint,
     Resource,
@@ -98,6 +96,8 @@ from scheduler.plugins.volumes.objects import (
     volume_class,
     volume_mode,
 )
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "VolumeBinding"
 STATE_KEY = NAME

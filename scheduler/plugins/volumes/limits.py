@@ -29,9 +29,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -54,6 +52,8 @@ from scheduler.plugins.volumes.objects import (
     name,
     spec,
 )
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "NodeVolumeLimits"
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"

@@ -17,20 +17,15 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.api import (
-    NodeSelector,
-    NodeSet,
-    PodInfo,
-    QuantityError,
-    QueueingHint,
-    parse_quantity,
-)
+from scheduler.api import NodeSelector, QuantityError, QueueingHint, parse_quantity
 from scheduler.api.events import HintFn
 from scheduler.model.selectors import LabelSelector, SelectorError
 from scheduler.plugins._helpers import meta as meta
 from scheduler.plugins._helpers import object_name
 from scheduler.plugins._helpers import resource_version as resource_version
 from scheduler.plugins.nodeaffinity import selector_mask
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 Obj = Mapping[str, Any]
 BoolArray = npt.NDArray[np.bool_]
@@ -203,7 +198,7 @@ class NodeAffinityCache:
         selector = self.selector(pv)
         if selector is None:
             return np.ones(len(nodes), dtype=np.bool_)
-        return selector_mask(selector, nodes)
+        return selector_mask(selector, nodes.view())
 
 
 def label_selector_mask(selector: LabelSelector, nodes: NodeSet) -> BoolArray:

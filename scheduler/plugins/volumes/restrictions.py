@@ -23,10 +23,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeInfo,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -39,6 +36,8 @@ from scheduler.plugins.volumes.objects import (
     access_modes,
     claim_hint,
 )
+from scheduler.state.nodetable import NodeInfo, NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "VolumeRestrictions"
 STATE_KEY = "PreFilter" + NAME

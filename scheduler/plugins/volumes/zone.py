@@ -21,9 +21,7 @@ from scheduler.api import (
     ClusterEventWithHint,
     CycleState,
     FilterResult,
-    NodeSet,
     Plugin,
-    PodInfo,
     QueueingHint,
     Resource,
     Status,
@@ -40,6 +38,8 @@ from scheduler.plugins.volumes.objects import (
     labels,
     spec,
 )
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
 
 NAME = "VolumeZone"
 STATE_KEY = "PreFilter" + NAME

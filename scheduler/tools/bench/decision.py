@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog

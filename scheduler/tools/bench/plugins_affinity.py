@@ -33,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.api import CycleState, NodeSet, NodeTable, PodInfo, Status
+from scheduler.api import CycleState, Status
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.state.nodetable import NodeSet, NodeTable
+from scheduler.state.pod import PodInfo
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -15,8 +15,8 @@ import pytest
 
 from scheduler.api import Code
 from scheduler.api.events import QueueingHint
-from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.framework.explain import Explanation, explain
 from scheduler.framework.loader import PluginCatalog
 from scheduler.plugins.dynamicresources.extended import (

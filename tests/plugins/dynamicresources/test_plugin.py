@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from scheduler.api import Code
-from scheduler.cli.common import DEFAULT_CONFIG
 from scheduler.config import load_config
+from scheduler.config.loading import DEFAULT_CONFIG
 from scheduler.framework.explain import Explanation, explain
 from scheduler.framework.loader import PluginCatalog
 

@@ -9,7 +9,7 @@ default configuration like ``pluggable-scheduler run`` does without one, and
 asks that address's ``/livez``. A wildcard host (``0.0.0.0``, ``::``, empty) is
 probed on loopback.
 
-``python -m scheduler.observability.healthcheck`` exits 0 when the daemon
+``python -m scheduler.daemon.healthcheck`` exits 0 when the daemon
 answers 200 and 1 otherwise, with one line saying why (Docker keeps the last
 few in ``docker inspect``'s ``State.Health.Log``).
 """
@@ -87,7 +87,7 @@ def probe(url: str, timeout: float) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m scheduler.observability.healthcheck",
+        prog="python -m scheduler.daemon.healthcheck",
         description="Exit 0 when the daemon's health server answers 200 at the address "
         "of its config (pluggableScheduler.serverAddress).",
     )

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.daemon.healthcheck import config_path_of, main, probe_url
 from scheduler.errors import UserError
-from scheduler.observability.healthcheck import config_path_of, main, probe_url
 
 CONFIG_HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
