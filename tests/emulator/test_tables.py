@@ -16,9 +16,14 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from scheduler.simulation.emulator.tables import (
+    CONFIGMAP_COLUMNS,
+    EVENT_COLUMNS,
+    LEASE_COLUMNS,
     NAMESPACE_COLUMNS,
     NODE_COLUMNS,
+    PDB_COLUMNS,
     POD_COLUMNS,
+    PRIORITY_CLASS_COLUMNS,
     human_duration,
     table_version,
 )
@@ -342,12 +347,104 @@ async def test_watch_as_table_sends_headers_once(
     assert events[1]["object"]["metadata"]["resourceVersion"]
 
 
-async def test_kinds_without_printer_are_plain(api_client: client.ApiClient) -> None:
-    """Where we have no printer the object itself goes back: kubectl shows NAME and AGE."""
-    status, body, _ = await raw(
-        api_client, "GET", "/apis/scheduling.k8s.io/v1/priorityclasses", accept=KUBECTL_ACCEPT
+async def test_event_configmap_lease_priorityclass_pdb_tables_match_kube(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_config_map(
+        namespace,
+        {"metadata": {"name": "cm"}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}},
     )
-    assert status == 200 and body["kind"] in ("Table", "PriorityClassList")
+    await core.create_namespaced_event(
+        namespace,
+        {
+            "metadata": {"name": "ev"},
+            "involvedObject": {
+                "kind": "Pod",
+                "name": "p",
+                "namespace": namespace,
+                "fieldPath": "spec.containers{c}",
+            },
+            "reason": "FailedScheduling",
+            "message": "  0/3 nodes are available  ",
+            "type": "Warning",
+            "source": {"component": "pluggable-scheduler"},
+            "count": 4,
+            "firstTimestamp": "2026-01-01T00:00:00Z",
+            "lastTimestamp": "2026-01-02T00:00:00Z",
+        },
+    )
+    coordination = client.CoordinationV1Api(api_client)
+    await coordination.create_namespaced_lease(
+        namespace, {"metadata": {"name": "lease"}, "spec": {"holderIdentity": "me"}}
+    )
+    await client.PolicyV1Api(api_client).create_namespaced_pod_disruption_budget(
+        namespace,
+        {"metadata": {"name": "pdb"}, "spec": {"minAvailable": "50%", "selector": {}}},
+    )
+    scheduling = client.SchedulingV1Api(api_client)
+    priority = f"tables-{namespace}"
+    await scheduling.create_priority_class(
+        {"metadata": {"name": priority}, "value": 1000, "preemptionPolicy": "Never"}
+    )
+    try:
+        base = f"/api/v1/namespaces/{namespace}"
+        tables = {}
+        for what, path in (
+            ("events", f"{base}/events"),
+            ("configmaps", f"{base}/configmaps"),
+            ("leases", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"),
+            ("pdbs", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"),
+            ("priorityclasses", f"/apis/scheduling.k8s.io/v1/priorityclasses/{priority}"),
+        ):
+            status, tables[what], _ = await raw(api_client, "GET", path, accept=KUBECTL_ACCEPT)
+            assert status == 200 and tables[what]["kind"] == "Table", tables[what]
+        names = {
+            what: [c["name"] for c in table["columnDefinitions"]] for what, table in tables.items()
+        }
+        assert names == {
+            "events": [
+                "Last Seen",
+                "Type",
+                "Reason",
+                "Object",
+                "Subobject",
+                "Source",
+                "Message",
+                "First Seen",
+                "Count",
+                "Name",
+            ],
+            "configmaps": ["Name", "Data", "Age"],
+            "leases": ["Name", "Holder", "Age"],
+            "pdbs": ["Name", "Min Available", "Max Unavailable", "Allowed Disruptions", "Age"],
+            "priorityclasses": ["Name", "Value", "Global-Default", "Age", "PreemptionPolicy"],
+        }
+        (event,) = [row["cells"] for row in tables["events"]["rows"]]
+        assert AGE.match(event[0]) and AGE.match(event[7]), event
+        assert event[1:7] + event[8:] == [
+            "Warning",
+            "FailedScheduling",
+            "pod/p",
+            "spec.containers{c}",
+            "pluggable-scheduler",
+            "0/3 nodes are available",
+            4,
+            "ev",
+        ]
+        assert _cells(tables["configmaps"], 2)["cm"] == ["cm", 3]
+        assert _cells(tables["leases"], 2) == {"lease": ["lease", "me"]}
+        assert _cells(tables["pdbs"], 4) == {"pdb": ["pdb", "50%", "N/A", 0]}
+        assert _cells(tables["priorityclasses"], 3) == {priority: [priority, 1000, False, "Never"]}
+        assert {what: table["columnDefinitions"] for what, table in tables.items()} == {
+            "events": _defs(EVENT_COLUMNS),
+            "configmaps": _defs(CONFIGMAP_COLUMNS),
+            "leases": _defs(LEASE_COLUMNS),
+            "pdbs": _defs(PDB_COLUMNS),
+            "priorityclasses": _defs(PRIORITY_CLASS_COLUMNS),
+        }
+    finally:
+        await scheduling.delete_priority_class(priority)
 
 
 async def test_create_without_content_type_is_json(

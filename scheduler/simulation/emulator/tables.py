@@ -4,9 +4,10 @@
 and prints whatever columns the server defines; without this it can only
 show NAME and AGE. The columns and cells follow kube-apiserver 1.36's
 printers (pkg/printers/internalversion) for the kinds that matter when
-watching placements, and its CRD column convertor for custom resources;
-other kinds are served as plain objects, which kubectl prints as NAME and
-AGE. The server always fills the wide (priority 1) columns; kubectl shows
+watching placements (pods, nodes, namespaces, core/v1 events, configmaps,
+leases, priorityclasses, poddisruptionbudgets), and its CRD column
+convertor for custom resources; other kinds are served as plain objects,
+which kubectl prints as NAME and AGE. The server always fills the wide (priority 1) columns; kubectl shows
 them with -o wide.
 """
 
@@ -148,6 +149,134 @@ NODE_COLUMNS: list[Column] = [
 NAMESPACE_COLUMNS: list[Column] = [
     _NAME,
     ("Status", "string", "", "The status of the namespace", 0),
+    _AGE,
+]
+
+EVENT_COLUMNS: list[Column] = [
+    (
+        "Last Seen",
+        "string",
+        "",
+        "The time at which the most recent occurrence of this event was recorded.",
+        0,
+    ),
+    (
+        "Type",
+        "string",
+        "",
+        "Type of this event (Normal, Warning), new types could be added in the future",
+        0,
+    ),
+    (
+        "Reason",
+        "string",
+        "",
+        "This should be a short, machine understandable string that gives the reason for the "
+        "transition into the object's current status.",
+        0,
+    ),
+    ("Object", "string", "", "The object that this event is about.", 0),
+    (
+        "Subobject",
+        "string",
+        "",
+        "If referring to a piece of an object instead of an entire object, this string should "
+        "contain a valid JSON/Go field access statement, such as "
+        "desiredState.manifest.containers[2]. For example, if the object reference is to a "
+        'container within a pod, this would take on a value like: "spec.containers{name}" '
+        '(where "name" refers to the name of the container that triggered the event) or if no '
+        'container name is specified "spec.containers[2]" (container with index 2 in this '
+        "pod). This syntax is chosen only to have some well-defined way of referencing a part "
+        "of an object.",
+        1,
+    ),
+    (
+        "Source",
+        "string",
+        "",
+        "The component reporting this event. Should be a short machine understandable string.",
+        1,
+    ),
+    ("Message", "string", "", "A human-readable description of the status of this operation.", 0),
+    (
+        "First Seen",
+        "string",
+        "",
+        "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+        1,
+    ),
+    ("Count", "string", "", "The number of times this event has occurred.", 1),
+    ("Name", "string", "name", _NAME_DOC, 1),
+]
+CONFIGMAP_COLUMNS: list[Column] = [
+    _NAME,
+    (
+        "Data",
+        "string",
+        "",
+        "Data contains the configuration data. Each key must consist of alphanumeric "
+        "characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the "
+        "BinaryData field. The keys stored in Data must not overlap with the keys in the "
+        "BinaryData field, this is enforced during validation process.",
+        0,
+    ),
+    _AGE,
+]
+LEASE_COLUMNS: list[Column] = [
+    _NAME,
+    (
+        "Holder",
+        "string",
+        "",
+        "holderIdentity contains the identity of the holder of a current lease. If Coordinated "
+        "Leader Election is used, the holder identity must be equal to the elected "
+        "LeaseCandidate.metadata.name field.",
+        0,
+    ),
+    _AGE,
+]
+PRIORITY_CLASS_COLUMNS: list[Column] = [
+    _NAME,
+    (
+        "Value",
+        "integer",
+        "",
+        "value represents the integer value of this priority class. This is the actual "
+        "priority that pods receive when they have the name of this class in their pod spec.",
+        0,
+    ),
+    (
+        "Global-Default",
+        "boolean",
+        "",
+        "globalDefault specifies whether this PriorityClass should be considered as the "
+        "default priority for pods that do not have any priority class. Only one PriorityClass "
+        "can be marked as `globalDefault`. However, if more than one PriorityClasses exists "
+        "with their `globalDefault` field set to true, the smallest value of such global "
+        "default PriorityClasses will be used as the default priority.",
+        0,
+    ),
+    _AGE,
+    (
+        "PreemptionPolicy",
+        "string",
+        "",
+        "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, "
+        "PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
+        0,
+    ),
+]
+PDB_COLUMNS: list[Column] = [
+    _NAME,
+    ("Min Available", "string", "", "The minimum number of pods that must be available.", 0),
+    ("Max Unavailable", "string", "", "The maximum number of pods that may be unavailable.", 0),
+    (
+        "Allowed Disruptions",
+        "integer",
+        "",
+        "Calculated number of pods that may be disrupted at this time.",
+        0,
+    ),
     _AGE,
 ]
 
@@ -431,10 +560,78 @@ def _print_namespace(ns: Obj) -> list[Any]:
     return [_name(ns), (ns.get("status") or {}).get("phase") or "", _age(ns)]
 
 
+def _print_event(event: Obj) -> list[Any]:
+    """kube's printEvent (core/v1 form): when, what, about which object, how often."""
+    first = _since(event.get("firstTimestamp"))
+    if not event.get("firstTimestamp"):
+        first = _since(event.get("eventTime"))
+    last = _since(event.get("lastTimestamp")) if event.get("lastTimestamp") else first
+    count = int(event.get("count") or 0)
+    series = event.get("series")
+    if series is not None:
+        last = _since(series.get("lastObservedTime"))
+        count = int(series.get("count") or 0)
+    elif count == 0:
+        count = 1  # singleton events of the new API carry no count
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    instance = source.get("host") or event.get("reportingInstance") or ""
+    return [
+        last,
+        event.get("type") or "",
+        event.get("reason") or "",
+        target,
+        involved.get("fieldPath") or "",
+        f"{component}, {instance}" if instance else component,
+        str(event.get("message") or "").strip(),
+        first,
+        count,
+        _name(event),
+    ]
+
+
+def _print_configmap(cm: Obj) -> list[Any]:
+    return [_name(cm), len(cm.get("data") or {}) + len(cm.get("binaryData") or {}), _age(cm)]
+
+
+def _print_lease(lease: Obj) -> list[Any]:
+    return [_name(lease), (lease.get("spec") or {}).get("holderIdentity") or "", _age(lease)]
+
+
+def _print_priority_class(pc: Obj) -> list[Any]:
+    return [
+        _name(pc),
+        int(pc.get("value") or 0),
+        bool(pc.get("globalDefault")),
+        _age(pc),
+        pc.get("preemptionPolicy") or "",
+    ]
+
+
+def _print_pdb(pdb: Obj) -> list[Any]:
+    spec = pdb.get("spec") or {}
+    least, most = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [
+        _name(pdb),
+        "N/A" if least is None else str(least),
+        "N/A" if most is None else str(most),
+        int((pdb.get("status") or {}).get("disruptionsAllowed") or 0),
+        _age(pdb),
+    ]
+
+
 _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "pods"): (POD_COLUMNS, _print_pod),
     ("", "nodes"): (NODE_COLUMNS, _print_node),
     ("", "namespaces"): (NAMESPACE_COLUMNS, _print_namespace),
+    ("", "events"): (EVENT_COLUMNS, _print_event),
+    ("", "configmaps"): (CONFIGMAP_COLUMNS, _print_configmap),
+    ("coordination.k8s.io", "leases"): (LEASE_COLUMNS, _print_lease),
+    ("scheduling.k8s.io", "priorityclasses"): (PRIORITY_CLASS_COLUMNS, _print_priority_class),
+    ("policy", "poddisruptionbudgets"): (PDB_COLUMNS, _print_pdb),
 }
 
 
