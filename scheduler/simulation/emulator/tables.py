@@ -7,8 +7,8 @@ printers (pkg/printers/internalversion) for the kinds that matter when
 watching placements (pods, nodes, namespaces, core/v1 events, configmaps,
 leases, priorityclasses, poddisruptionbudgets), and its CRD column
 convertor for custom resources; other kinds are served as plain objects,
-which kubectl prints as NAME and AGE. The server always fills the wide (priority 1) columns; kubectl shows
-them with -o wide.
+which kubectl prints as NAME and AGE. The server always fills the wide
+(priority 1) columns; kubectl shows them with -o wide.
 """
 
 from __future__ import annotations
