@@ -128,13 +128,14 @@ ENV VIRTUAL_ENV=/opt/pluggable-scheduler \
 USER 65532:65532
 WORKDIR /
 
-# /healthz, /livez, /readyz and /metrics: the default pluggableScheduler.serverAddress.
+# /healthz, /livez, /readyz and /metrics over HTTPS: the default pluggableScheduler.serverAddress.
 EXPOSE 10259
 
 # For `docker run`; Kubernetes uses the Deployment's probes instead. The probe
-# reads the running daemon's own --config and asks /livez at its
-# pluggableScheduler.serverAddress, so moving the port in the config does not
-# make a healthy scheduler unhealthy (scheduler/daemon/healthcheck.py).
+# reads the running daemon's own command line (--config, --secure-port,
+# --bind-address, --plain-http) and asks /livez where and how it serves
+# (HTTPS unless --plain-http), so moving the port does not make a healthy
+# scheduler unhealthy (scheduler/daemon/healthcheck.py).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python3", "-m", "scheduler.daemon.healthcheck"]
 

@@ -17,6 +17,7 @@ class UserError(Exception):
         self.details = list(details or [])
 
     def render(self) -> str:
+        """The message and its details, one per line, as the CLI prints them."""
         lines = [self.message]
         lines.extend(f"  - {d}" for d in self.details)
         return "\n".join(lines)

@@ -28,7 +28,26 @@ class PluginArgs(BaseModel):
 
 
 def coerce_args(model: type[ArgsT], args: Any) -> ArgsT:
-    """The plugin's args as its model: ``None`` means the defaults, a dict is validated."""
+    """The plugin's args as its model: ``None`` means the defaults, a dict is validated.
+
+    For a plugin constructed outside the scheduler (its own tests, another
+    tool), which may pass None, a dict from YAML, or the model itself.
+
+    Examples:
+        >>> class ZoneArgs(PluginArgs):
+        ...     node_label: str = "topology.kubernetes.io/zone"
+        ...     required: bool = False
+        >>> coerce_args(ZoneArgs, {"nodeLabel": "zone", "required": True})
+        ZoneArgs(node_label='zone', required=True)
+        >>> coerce_args(ZoneArgs, None).node_label
+        'topology.kubernetes.io/zone'
+        >>> coerce_args(ZoneArgs, {"nodeLable": "zone"})
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for ZoneArgs
+        nodeLable
+          Extra inputs are not permitted ...
+    """
     if args is None:
         return model()
     if isinstance(args, model):

@@ -57,6 +57,7 @@ class BindOutcome:
 
     @property
     def bound(self) -> bool:
+        """Whether the pod is on the chosen node (now or by an earlier attempt)."""
         return self.result is BindResult.BOUND
 
     @property
@@ -72,7 +73,16 @@ class BindOutcome:
         message: str,
         error: BaseException | None = None,
     ) -> BindOutcome:
-        """Classify a failed binding from the HTTP status (None: unknown) and message."""
+        """Classify a failed binding from the HTTP status (None: unknown) and message.
+
+        Examples:
+            >>> BindOutcome.from_answer("a", 409, 'pod p is already assigned to node "a"').result
+            <BindResult.BOUND: 'bound'>
+            >>> BindOutcome.from_answer("a", 409, 'pod p is already assigned to node "b"').result
+            <BindResult.ASSIGNED_ELSEWHERE: 'assigned-elsewhere'>
+            >>> BindOutcome.from_answer("a", 404, "pods \\"p\\" not found").result
+            <BindResult.POD_GONE: 'pod-gone'>
+        """
         if http_status == 404:
             return cls(BindResult.POD_GONE, node_name, message, error=error)
         if http_status in (409, None):
@@ -136,6 +146,12 @@ def binding_body(pod: Pod, node_name: str) -> dict[str, Any]:
 
     It carries the pod's UID (when known), so the API server refuses it if
     the pod was deleted and re-created under the same name meanwhile.
+
+    Examples:
+        >>> from scheduler.testing import PluginTestKit, make_pod
+        >>> pod = PluginTestKit().pod(make_pod("web", namespace="shop"))
+        >>> binding_body(pod, "node-a")["metadata"]
+        {'name': 'web', 'namespace': 'shop', 'uid': 'uid-shop-web'}
     """
     metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
     if pod.uid:

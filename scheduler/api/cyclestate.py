@@ -30,6 +30,19 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
 
     def write(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key``;
+        prefix keys with the plugin's name: plugins never collide.
+
+        Examples:
+            >>> state = CycleState()
+            >>> state.write("ZoneGate/zones", ("a", "b"))
+            >>> state.read("ZoneGate/zones")
+            ('a', 'b')
+            >>> state.read("Other/missing")
+            Traceback (most recent call last):
+            ...
+            KeyError: "no cycle state stored under 'Other/missing'"
+        """
         self._data[key] = value
 
     def read(self, key: str) -> Any:
@@ -40,15 +53,33 @@ class CycleState:
             raise KeyError(f"no cycle state stored under {key!r}") from None
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default``: for data a hook may or may not have written."""
         return self._data.get(key, default)
 
     def delete(self, key: str) -> None:
+        """Forget ``key`` (no error if absent)."""
         self._data.pop(key, None)
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
 
     def clone(self) -> CycleState:
+        """A copy for a what-if evaluation (preemption's): values with a ``clone()`` are cloned.
+
+        Values without ``clone()`` are shared with the copy, so mutate in
+        ``pre_filter_add_pod``/``pre_filter_remove_pod`` only values that clone.
+
+        Examples:
+            >>> class Count:
+            ...     def __init__(self, n): self.n = n
+            ...     def clone(self): return Count(self.n)
+            >>> state = CycleState()
+            >>> state.write("P/count", Count(1))
+            >>> copy = state.clone()
+            >>> copy.read("P/count").n += 1
+            >>> state.read("P/count").n, copy.read("P/count").n
+            (1, 2)
+        """
         copy = CycleState()
         for key, value in self._data.items():
             cloner = getattr(value, "clone", None)

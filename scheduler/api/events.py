@@ -15,20 +15,46 @@ from typing import Any
 
 
 class ActionType(enum.IntFlag):
+    """What happened to an object; flags, so one registration can cover several.
+
+    ``UPDATE`` is every update kind and ``ALL`` adds ``ADD`` and ``DELETE``;
+    register the narrowest flags that can make your rejected pods
+    schedulable, so fewer events requeue them.
+
+    Examples:
+        >>> bool(ActionType.UPDATE & ActionType.UPDATE_NODE_LABEL)
+        True
+        >>> bool((ActionType.ADD | ActionType.UPDATE_NODE_TAINT) & ActionType.DELETE)
+        False
+    """
+
+    #: An object was created.
     ADD = enum.auto()
+    #: An object was deleted.
     DELETE = enum.auto()
+    #: A node's ``status.allocatable`` changed.
     UPDATE_NODE_ALLOCATABLE = enum.auto()
+    #: A node's labels changed.
     UPDATE_NODE_LABEL = enum.auto()
+    #: A node's taints (or ``spec.unschedulable``) changed.
     UPDATE_NODE_TAINT = enum.auto()
+    #: A node's conditions changed.
     UPDATE_NODE_CONDITION = enum.auto()
+    #: A node's annotations changed.
     UPDATE_NODE_ANNOTATION = enum.auto()
+    #: A pod's labels changed.
     UPDATE_POD_LABEL = enum.auto()
+    #: A running pod's containers changed (an in-place resize may free room).
     UPDATE_POD_SCALE_DOWN = enum.auto()
+    #: A pod's tolerations changed.
     UPDATE_POD_TOLERATION = enum.auto()
+    #: A pod's last scheduling gate was removed.
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
+    #: Any other relevant update (e.g. a node's images).
     UPDATE_OTHER = enum.auto()
     #: A node's ``status.declaredFeatures`` changed (kube 1.36's UpdateNodeDeclaredFeature).
     UPDATE_NODE_DECLARED_FEATURE = enum.auto()
+    #: Any update.
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
         | UPDATE_NODE_LABEL
@@ -42,6 +68,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_OTHER
         | UPDATE_NODE_DECLARED_FEATURE
     )
+    #: Anything.
     ALL = ADD | DELETE | UPDATE
 
 
@@ -57,12 +84,29 @@ class Resource(enum.StrEnum):
 
 
 class QueueingHint(enum.Enum):
+    """A hint function's verdict: requeue the pod (``QUEUE``) or leave it parked (``SKIP``)."""
+
+    #: The change may make the pod schedulable: move it to the active (or backoff) queue.
     QUEUE = "Queue"
+    #: The change cannot help this pod: leave it in the unschedulable pool.
     SKIP = "QueueSkip"
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
+    """A kind of change to the cluster: a resource, what happened to it, and a label for logs.
+
+    Examples:
+        >>> node_labels = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
+        >>> node_labels.matches(ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL))
+        True
+        >>> node_labels.matches(ClusterEvent(Resource.NODE, ActionType.ADD))
+        False
+        >>> ClusterEvent(Resource.POD, ActionType.ADD).matches(
+        ...     ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD))
+        True
+    """
+
     resource: str
     action: ActionType
     label: str = ""
@@ -95,5 +139,20 @@ but never strand it.
 
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
+    """One entry of ``events_to_register``: an event and, optionally, a hint deciding per change.
+
+    Examples:
+        >>> def zone_label_changed(pod, old, new):
+        ...     def zone(node):
+        ...         return ((node or {}).get("metadata", {}).get("labels") or {}).get("zone")
+        ...     return QueueingHint.QUEUE if zone(old) != zone(new) else QueueingHint.SKIP
+        >>> event = ClusterEventWithHint(
+        ...     ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+        ...     zone_label_changed,
+        ... )
+        >>> event.hint(None, None, {"metadata": {"labels": {"zone": "a"}}})
+        <QueueingHint.QUEUE: 'Queue'>
+    """
+
     event: ClusterEvent
     hint: HintFn | None = None

@@ -20,12 +20,15 @@ class WaitingPod(Protocol):
     """A pod held at Permit; any plugin may allow or reject it."""
 
     @property
-    def pod(self) -> Pod: ...
+    def pod(self) -> Pod:
+        """The pod held at Permit."""
 
     @property
-    def node_name(self) -> str: ...
+    def node_name(self) -> str:
+        """The node the pod was reserved on."""
 
-    def pending_plugins(self) -> list[str]: ...
+    def pending_plugins(self) -> list[str]:
+        """The plugins whose wait has not been lifted yet."""
 
     @property
     def done(self) -> bool:
@@ -41,9 +44,11 @@ class WaitingPod(Protocol):
 class ObjectStore(Protocol):
     """A read-only, informer-fed view of one resource (e.g. a CRD's objects)."""
 
-    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The object ``namespace/name`` (``namespace`` empty for cluster-scoped ones), or None."""
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]: ...
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        """Every object, or those of one namespace; read-only, without ``managedFields``."""
 
     def revision(self) -> int:
         """A number that changes whenever the objects do (API 1.2): keep what you
@@ -61,7 +66,13 @@ class KubeClient(Protocol):
         body: Any = None,
         content_type: str = "application/json",
         query: Mapping[str, str] | None = None,
-    ) -> Any: ...
+    ) -> Any:
+        """Send ``method`` to ``path`` (``/api/v1/...``) and return the decoded JSON answer.
+
+        Raises on an error answer; the error carries the HTTP ``status`` and the
+        API's ``message`` (what :meth:`BindOutcome.from_error` reads). For
+        binding-cycle hooks: a scheduling-cycle hook must not wait on the network.
+        """
 
 
 class FrameworkRunner(Protocol):
@@ -86,8 +97,16 @@ class Nominator(Protocol):
 
 
 class Handle(Protocol):
+    """What a plugin may use of the scheduler: given to its constructor, kept as ``self.handle``.
+
+    One handle per plugin and profile; its ``logger`` is bound to both. Call
+    :meth:`store` in ``__init__``, so the informers start and sync before the
+    first pod is scheduled.
+    """
+
     @property
-    def profile_name(self) -> str: ...
+    def profile_name(self) -> str:
+        """The ``schedulerName`` of the profile the plugin runs in."""
 
     def nodes(self) -> Nodes:
         """Every node of the cluster, read-only, as of now (API 2.0).
@@ -106,20 +125,25 @@ class Handle(Protocol):
         """
 
     @property
-    def client(self) -> KubeClient: ...
+    def client(self) -> KubeClient:
+        """The API client (async), for binding-cycle hooks."""
 
     @property
     def framework(self) -> FrameworkRunner:
         """The profile's framework (available once every plugin is constructed)."""
 
     @property
-    def logger(self) -> structlog.typing.FilteringBoundLogger: ...
+    def logger(self) -> structlog.typing.FilteringBoundLogger:
+        """A structlog logger bound to the plugin and profile names."""
 
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        """The pod with ``uid`` waiting at Permit, or None (how a gang releases its members)."""
 
-    def iterate_waiting_pods(self) -> Iterator[WaitingPod]: ...
+    def iterate_waiting_pods(self) -> Iterator[WaitingPod]:
+        """Every pod waiting at Permit in this profile."""
 
-    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool: ...
+    def reject_waiting_pod(self, uid: str, plugin: str, message: str) -> bool:
+        """Reject the waiting pod ``uid`` as ``plugin``; False if no such pod waits."""
 
     def record_event(
         self, pod: Pod, event_type: str, reason: str, message: str, action: str = ""

@@ -90,6 +90,7 @@ class NodePlugin(Plugin):
 
     @hookimpl
     def filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> FilterResult:
+        """Filter over all candidates by calling ``filter_node`` once per node."""
         filter_node = self.filter_node  # type: ignore[attr-defined]
         result = FilterResult(len(nodes))
         for i, node in enumerate(nodes):
@@ -109,6 +110,7 @@ class NodePlugin(Plugin):
 
     @hookimpl
     def score(self, state: CycleState, pod: Pod, nodes: Nodes) -> npt.NDArray[np.int64]:
+        """Score over all candidates by calling ``score_node`` once per node."""
         score_node = self.score_node  # type: ignore[attr-defined]
         return np.fromiter(
             (int(score_node(state, pod, node)) for node in nodes),

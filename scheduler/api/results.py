@@ -16,7 +16,10 @@ import numpy.typing as npt
 
 from scheduler.api.status import Code, Status
 
+#: The highest score after NormalizeScore (kube's ``MaxNodeScore``);
+#: the profile's weight multiplies it.
 MAX_NODE_SCORE = 100
+#: The lowest score after NormalizeScore.
 MIN_NODE_SCORE = 0
 MAX_REASONS = 64
 
@@ -30,6 +33,21 @@ class FilterResult:
     ``codes`` holds ``Code.SUCCESS``, ``Code.UNSCHEDULABLE`` or
     ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE`` per node; ``reason_bits`` has bit
     *i* set where ``reasons[i]`` applies to that node.
+
+    Examples:
+        >>> import numpy as np
+        >>> result = FilterResult(3)
+        >>> result = result.reject(np.array([True, False, True]), "Insufficient cpu")
+        >>> tainted = np.array([True, False, False])
+        >>> result = result.reject_unresolvable(tainted, "node(s) are tainted")
+        >>> result.feasible.tolist()
+        [False, True, False]
+        >>> result.reasons_at(0)
+        ['Insufficient cpu', 'node(s) are tainted']
+        >>> result.reason_counts()
+        {'Insufficient cpu': 2, 'node(s) are tainted': 1}
+        >>> FilterResult.from_mask(np.array([True, False]), "not linux").reasons_at(1)
+        ['not linux']
     """
 
     __slots__ = ("codes", "reason_bits", "reasons")
@@ -65,14 +83,17 @@ class FilterResult:
         return self
 
     def reject_unresolvable(self, mask: BoolArray, reason: str) -> FilterResult:
+        """Reject as UnschedulableAndUnresolvable: preemption on these nodes cannot help."""
         return self.reject(mask, reason, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     @property
     def feasible(self) -> BoolArray:
+        """Per node: passed (no rejection). Read-only by convention; aligned with the candidates."""
         feasible: BoolArray = self.codes == 0
         return feasible
 
     def reasons_at(self, i: int) -> list[str]:
+        """The reasons node ``i`` was rejected for (empty if it passed)."""
         bits = int(self.reason_bits[i])
         return [r for b, r in enumerate(self.reasons) if bits >> b & 1]
 
@@ -102,9 +123,18 @@ class PreFilterResult:
 
     @classmethod
     def only(cls, names: Iterable[str]) -> PreFilterResult:
+        """Restrict the candidates to ``names``; several plugins' restrictions are intersected.
+
+        Examples:
+            >>> PreFilterResult.only(["a", "b"]).merge(PreFilterResult.only(["b", "c"]))
+            PreFilterResult(node_names=frozenset({'b'}))
+            >>> PreFilterResult().merge(PreFilterResult.only(["a"])).node_names
+            frozenset({'a'})
+        """
         return cls(frozenset(names))
 
     def merge(self, other: PreFilterResult) -> PreFilterResult:
+        """Both restrictions at once (None, all nodes, is the identity)."""
         if self.node_names is None:
             return other
         if other.node_names is None:
@@ -157,11 +187,13 @@ class Diagnosis:
     total_nodes: int = 0
 
     def add(self, rejection: Rejection) -> None:
+        """Record one plugin's rejections (the framework's; empty ones are dropped)."""
         if len(rejection.rows):
             self.rejections.append(rejection)
 
     @property
     def node_verdicts(self) -> dict[str, NodeVerdict]:
+        """Per rejected node name: the code, reasons and plugin, decoded on demand."""
         out: dict[str, NodeVerdict] = {}
         for rej in self.rejections:
             for row, code, bits in zip(
@@ -172,6 +204,7 @@ class Diagnosis:
         return out
 
     def rows_with_code(self, code: Code) -> npt.NDArray[np.int64]:
+        """The framework's node rows rejected with ``code`` (preemption picks candidates so)."""
         parts = [rej.rows[rej.codes == code] for rej in self.rejections]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -180,6 +213,7 @@ class Diagnosis:
         return self.rows_with_code(Code.UNSCHEDULABLE)
 
     def reason_counts(self) -> dict[str, int]:
+        """How many nodes each reason applies to, over all plugins."""
         counts: dict[str, int] = {}
         for rej in self.rejections:
             for bit, reason in enumerate(rej.reasons):

@@ -24,12 +24,26 @@ from dataclasses import dataclass, field
 
 
 class Code(enum.IntEnum):
+    """kube-scheduler's status codes, with its meanings (see the module's description).
+
+    Examples:
+        >>> Code.UNSCHEDULABLE_AND_UNRESOLVABLE.title
+        'UnschedulableAndUnresolvable'
+    """
+
+    #: The plugin is fine with the pod (on this node).
     SUCCESS = 0
+    #: Not the pod's fault: the attempt is aborted, the pod retried with backoff.
     ERROR = 1
+    #: Does not fit now; preemption or a cluster change may help.
     UNSCHEDULABLE = 2
+    #: Can never fit on that node; preemption there would not help.
     UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    #: From Permit only: hold the pod until allowed, rejected or timed out.
     WAIT = 4
+    #: Nothing to do for this pod: the plugin's related hooks are skipped.
     SKIP = 5
+    #: Waits for something outside the scheduler; requeued on events, not preempted for.
     PENDING = 6
 
     @property
@@ -56,7 +70,19 @@ class Status:
     """What a hook returns when it has something to say beyond per-node arrays.
 
     ``plugin`` is filled in by the framework with the name of the plugin that
-    produced the status, so messages and metrics can name it.
+    produced the status, so messages and metrics can name it. Build one with
+    the class methods, which keep kube-scheduler's codes.
+
+    Examples:
+        >>> status = Status.unschedulable("node(s) are not in the pod's zone")
+        >>> status.is_rejected(), status.code.title
+        (True, 'Unschedulable')
+        >>> str(status.with_plugin("ZoneGate"))
+        "ZoneGate: Unschedulable: node(s) are not in the pod's zone"
+        >>> Status.wait(30, "waiting for the gang").timeout
+        30.0
+        >>> Status.error_status(ValueError("bad args")).message()
+        'bad args'
     """
 
     code: Code = Code.SUCCESS
@@ -67,10 +93,12 @@ class Status:
 
     @classmethod
     def success(cls) -> Status:
+        """The (shared) success status; returning None from a hook means the same."""
         return _SUCCESS
 
     @classmethod
     def error_status(cls, error: BaseException | str) -> Status:
+        """An Error: not the pod's fault; the pod is retried after a backoff."""
         if isinstance(error, BaseException):
             text = str(error) or type(error).__name__
             return cls(Code.ERROR, (text,), error=error)
@@ -78,6 +106,7 @@ class Status:
 
     @classmethod
     def unschedulable(cls, *reasons: str) -> Status:
+        """Unschedulable: a cluster change or preemption may help."""
         return cls(Code.UNSCHEDULABLE, reasons)
 
     @classmethod
@@ -92,19 +121,24 @@ class Status:
 
     @classmethod
     def skip(cls) -> Status:
+        """Skip: nothing to do for this pod; the framework skips this plugin's related hooks."""
         return _SKIP
 
     @classmethod
     def pending(cls, *reasons: str) -> Status:
+        """Pending: the pod waits for something outside the scheduler; not preempted for."""
         return cls(Code.PENDING, reasons)
 
     def is_success(self) -> bool:
+        """Whether the code is Success."""
         return self.code is Code.SUCCESS
 
     def is_skip(self) -> bool:
+        """Whether the code is Skip."""
         return self.code is Code.SKIP
 
     def is_wait(self) -> bool:
+        """Whether the code is Wait."""
         return self.code is Code.WAIT
 
     def is_rejected(self) -> bool:
@@ -112,9 +146,11 @@ class Status:
         return self.code in REJECTION_CODES
 
     def message(self) -> str:
+        """The reasons joined with ``, ``, as kube-scheduler prints them."""
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
+        """This status attributed to ``plugin`` (the framework does this for every hook)."""
         if self.plugin == plugin:
             return self
         return Status(self.code, self.reasons, plugin, self.error, self.timeout)

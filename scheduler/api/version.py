@@ -21,6 +21,7 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 
 from __future__ import annotations
 
+#: The plugin API this framework provides; a plugin's ``api_version`` is checked against it.
 PLUGIN_API_VERSION = "2.0"
 
 #: Majors still served through the compatibility layer -> their last minor.
@@ -40,7 +41,12 @@ def parse_api_version(value: object) -> tuple[int, int]:
 
 
 def is_compatible(plugin_version: str, framework_version: str = PLUGIN_API_VERSION) -> bool:
-    """Whether a plugin written for ``plugin_version`` can run on ``framework_version``."""
+    """Whether a plugin written for ``plugin_version`` can run on ``framework_version``.
+
+    Examples:
+        >>> is_compatible("2.0"), is_compatible("1.3"), is_compatible("2.1"), is_compatible("3.0")
+        (True, True, False, False)
+    """
     p_major, p_minor = parse_api_version(plugin_version)
     f_major, f_minor = parse_api_version(framework_version)
     if p_major == f_major:

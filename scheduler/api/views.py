@@ -28,9 +28,17 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 LabelIdArray = npt.NDArray[np.int32]
 
-#: Columns of the resource matrices (``nodes.allocatable[:, CPU]``): the four
-#: base resources always sit here; extended resources follow, see ``resource_column``.
-CPU, MEMORY, EPHEMERAL_STORAGE, PODS = 0, 1, 2, 3
+# Columns of the resource matrices (``nodes.allocatable[:, CPU]``): the four
+# base resources always sit here; extended resources follow, see ``resource_column``.
+#: Column of cpu in ``Nodes.allocatable`` and ``Nodes.requested`` (millicores).
+CPU = 0
+#: Column of memory (bytes).
+MEMORY = 1
+#: Column of ephemeral-storage (bytes).
+EPHEMERAL_STORAGE = 2
+#: Column of the pod count: ``allocatable`` is how many pods the node takes,
+#: ``requested`` how many are accounted on it.
+PODS = 3
 BASE_RESOURCES: tuple[str, ...] = ("cpu", "memory", "ephemeral-storage", "pods")
 
 #: Label value id of a node lacking the key (``label_values`` returns it).
@@ -49,29 +57,49 @@ class Pod(Protocol):
     """
 
     @property
-    def raw(self) -> Mapping[str, Any]: ...
+    def raw(self) -> Mapping[str, Any]:
+        """The pod's API object as the informer delivered it (read-only: containers are frozen)."""
+
     @property
-    def namespace(self) -> str: ...
+    def namespace(self) -> str:
+        """``metadata.namespace``."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """``metadata.name``: differs between identical pods (``node_local`` must ignore it)."""
+
     @property
     def key(self) -> str:
         """``namespace/name``, as kube-scheduler names pods in messages."""
 
     @property
-    def uid(self) -> str: ...
+    def uid(self) -> str:
+        """``metadata.uid``: the key of Permit's waiting pods (``handle.get_waiting_pod``)."""
+
     @property
-    def labels(self) -> Mapping[str, str]: ...
+    def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` (a plain mapping: pods' labels are not interned as ids)."""
+
     @property
-    def annotations(self) -> Mapping[str, str]: ...
+    def annotations(self) -> Mapping[str, str]:
+        """``metadata.annotations``."""
+
     @property
-    def scheduler_name(self) -> str: ...
+    def scheduler_name(self) -> str:
+        """``spec.schedulerName``: the profile that schedules the pod."""
+
     @property
-    def node_name(self) -> str: ...
+    def node_name(self) -> str:
+        """``spec.nodeName``: empty while the pod is unscheduled."""
+
     @property
-    def priority(self) -> int: ...
+    def priority(self) -> int:
+        """``spec.priority`` as the admission controller resolved it (0 when unset)."""
+
     @property
-    def creation_timestamp(self) -> str: ...
+    def creation_timestamp(self) -> str:
+        """``metadata.creationTimestamp`` as the API's RFC 3339 string (empty when unset)."""
+
     @property
     def requests(self) -> Mapping[str, int]:
         """Effective requests (kube's rules for init containers and overhead), in base units."""
@@ -81,31 +109,57 @@ class Pod(Protocol):
         """cpu (milli) and memory with kube's defaults for unset requests, for scoring."""
 
     @property
-    def node_selector(self) -> Mapping[str, str]: ...
+    def node_selector(self) -> Mapping[str, str]:
+        """``spec.nodeSelector``."""
+
     @property
-    def affinity(self) -> Mapping[str, Any]: ...
+    def affinity(self) -> Mapping[str, Any]:
+        """``spec.affinity`` as in the API object (empty when unset)."""
+
     @property
-    def tolerations(self) -> Sequence[Toleration]: ...
+    def tolerations(self) -> Sequence[Toleration]:
+        """``spec.tolerations``, parsed; match them against ``Nodes.taints``."""
+
     @property
-    def host_ports(self) -> Sequence[HostPort]: ...
+    def host_ports(self) -> Sequence[HostPort]:
+        """The host ports its containers ask for (what NodePorts checks)."""
+
     @property
-    def scheduling_gates(self) -> Sequence[str]: ...
+    def scheduling_gates(self) -> Sequence[str]:
+        """Names of ``spec.schedulingGates``: a gated pod is held at PreEnqueue."""
+
     @property
-    def topology_spread_constraints(self) -> Sequence[Mapping[str, Any]]: ...
+    def topology_spread_constraints(self) -> Sequence[Mapping[str, Any]]:
+        """``spec.topologySpreadConstraints`` as in the API object."""
+
     @property
-    def images(self) -> Sequence[str]: ...
+    def images(self) -> Sequence[str]:
+        """Images of its init and regular containers (what ImageLocality scores)."""
+
     @property
-    def pvc_names(self) -> Sequence[str]: ...
+    def pvc_names(self) -> Sequence[str]:
+        """Names of the PersistentVolumeClaims its volumes use, generic ephemeral ones included."""
+
     @property
-    def ephemeral_pvc_names(self) -> Sequence[str]: ...
+    def ephemeral_pvc_names(self) -> Sequence[str]:
+        """The subset of ``pvc_names`` created for generic ephemeral volumes."""
+
     @property
-    def resource_claims(self) -> Sequence[str]: ...
+    def resource_claims(self) -> Sequence[str]:
+        """Names of ``spec.resourceClaims`` (dynamic resource allocation)."""
+
     @property
-    def nominated_node_name(self) -> str: ...
+    def nominated_node_name(self) -> str:
+        """``status.nominatedNodeName``: where a preemption made room for it (or empty)."""
+
     @property
-    def deleting(self) -> bool: ...
+    def deleting(self) -> bool:
+        """Whether ``metadata.deletionTimestamp`` is set: a terminating pod is not scheduled."""
+
     @property
-    def phase(self) -> str: ...
+    def phase(self) -> str:
+        """``status.phase`` (``Pending``, ``Running`` ...)."""
+
     @property
     def cache(self) -> dict[str, Any]:
         """This plugin's memo for the pod (key it by the plugin's name)."""
@@ -115,34 +169,49 @@ class QueuedPod(Protocol):
     """A pod in the scheduling queue, as QueueSort sees it."""
 
     @property
-    def pod(self) -> Pod: ...
+    def pod(self) -> Pod:
+        """The queued pod itself."""
+
     @property
     def timestamp(self) -> float:
         """When it last entered the queue (monotonic seconds): PrioritySort's tie-break."""
 
     @property
-    def attempts(self) -> int: ...
+    def attempts(self) -> int:
+        """How many scheduling attempts the pod has had so far."""
 
 
 class Node(Protocol):
     """One node, for plugins that think node by node (the per-node extension hooks)."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """``metadata.name``."""
+
     @property
-    def labels(self) -> Mapping[str, str]: ...
+    def labels(self) -> Mapping[str, str]:
+        """``metadata.labels`` as strings (``Nodes.label_values`` has them as ids)."""
+
     @property
-    def taints(self) -> Sequence[Taint]: ...
+    def taints(self) -> Sequence[Taint]:
+        """``spec.taints``, parsed."""
+
     @property
-    def unschedulable(self) -> bool: ...
+    def unschedulable(self) -> bool:
+        """``spec.unschedulable``: the node is cordoned."""
+
     @property
     def images(self) -> Mapping[str, int]:
         """Image name -> size in bytes, from ``status.images``."""
 
     @property
-    def raw(self) -> Mapping[str, Any]: ...
+    def raw(self) -> Mapping[str, Any]:
+        """The node's API object (read-only), for what the parsed attributes do not cover."""
+
     @property
-    def allocatable(self) -> Mapping[str, int]: ...
+    def allocatable(self) -> Mapping[str, int]:
+        """``status.allocatable`` in base units (cpu in millicores), by resource name."""
+
     @property
     def requested(self) -> Mapping[str, int]:
         """What the pods accounted on the node request, by resource."""
@@ -152,7 +221,8 @@ class Node(Protocol):
         """The pods accounted on the node (bound, assumed, or nominated in a what-if)."""
 
     @property
-    def host_ports(self) -> Sequence[HostPort]: ...
+    def host_ports(self) -> Sequence[HostPort]:
+        """Host ports used by the pods accounted on the node."""
 
 
 class Nodes(Protocol):

@@ -103,6 +103,13 @@ async def _serve(server: Any, kubeconfig_out: Path | None) -> int:
         raise UserError(
             f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}"
         ) from exc
+    # Handlers first: whoever reads the lines below may signal at once, and
+    # the kubeconfig must still be cleaned up then.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
     target = kubeconfig_out or state_dir() / f"emulator-{server.port}.kubeconfig"
     written: Path | None = None
     try:
@@ -117,11 +124,6 @@ async def _serve(server: Any, kubeconfig_out: Path | None) -> int:
         kept = "" if kubeconfig_out else " (removed on exit)"
         print(f"kubeconfig written to {path.resolve()}{kept}", flush=True)
         print(f"try: kubectl --kubeconfig {path} get nodes,pods -A -o wide", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         print("stopping", file=sys.stderr, flush=True)
     finally:

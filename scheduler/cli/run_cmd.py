@@ -16,15 +16,27 @@ from scheduler.cli.common import (
     load_config_option,
     setup_logging,
 )
+from scheduler.cli.serving import add_serving_options, address_field, serving_from_args
 from scheduler.errors import UserError
 
 if TYPE_CHECKING:
     from scheduler.config.models import SchedulerConfiguration
+    from scheduler.observability.server import Serving
 
 
 async def run_daemon(
-    config: SchedulerConfiguration, kubeconfig: str | None, config_path: Path | None = None
+    config: SchedulerConfiguration,
+    kubeconfig: str | None,
+    config_path: Path | None = None,
+    serving: Serving | None = None,
+    *,
+    serve: bool = True,
 ) -> int:
+    """Run the daemon; ``serving`` says how health and metrics are served.
+
+    Without ``serving``, plain HTTP at ``pluggableScheduler.serverAddress``;
+    ``serve=False`` serves nothing (``--secure-port 0``).
+    """
     from kubernetes_asyncio.config import ConfigException
 
     from scheduler.daemon.daemon import Daemon
@@ -69,6 +81,8 @@ async def run_daemon(
             config,
             PluginCatalog.discover(),
             client,
+            serve_health=serve,
+            serving=serving,
             freeze_gc_after_sync=True,
             control_client=control_client,
             config_path=config_path,
@@ -93,7 +107,7 @@ def _kubeconfig_files(path: str | None) -> list[Path]:
     return [Path(p) for p in listed.split(os.pathsep) if p and Path(p).exists()]
 
 
-def _check_kubeconfig_file(file: Path) -> None:
+def _check_kubeconfig_file(file: Path, what: str = "kubeconfig") -> None:
     """Read ``file`` as the client would, but with one-line errors naming it.
 
     The client's own loader reads it with PyYAML directly: a non-UTF-8 or
@@ -101,11 +115,9 @@ def _check_kubeconfig_file(file: Path) -> None:
     """
     from scheduler.config.yamlfiles import load_yaml_documents, read_text
 
-    documents = [
-        d for d in load_yaml_documents(read_text(file, "kubeconfig"), f"kubeconfig {file}") if d
-    ]
+    documents = [d for d in load_yaml_documents(read_text(file, what), f"{what} {file}") if d]
     if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise UserError(f"kubeconfig {file} must hold one mapping (apiVersion: v1, kind: Config)")
+        raise UserError(f"{what} {file} must hold one mapping (apiVersion: v1, kind: Config)")
 
 
 def check_listen_address(address: str, field: str) -> None:
@@ -143,11 +155,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     setup_logging(args)
     config = load_config_option(args)
-    check_listen_address(
-        config.pluggable_scheduler.server_address, "pluggableScheduler.serverAddress"
-    )
+    serving = serving_from_args(args, config)
+    if serving is not None:
+        check_listen_address(serving.address, address_field(args))
+        if serving.auth is not None:
+            for flag, file in (
+                ("--authentication-kubeconfig", serving.auth.authentication_kubeconfig),
+                ("--authorization-kubeconfig", serving.auth.authorization_kubeconfig),
+            ):
+                if file is not None:
+                    _check_kubeconfig_file(Path(file), f"{flag}")
     config_path = Path(args.config) if args.config else None
-    return asyncio.run(run_daemon(config, args.kubeconfig, config_path))
+    return asyncio.run(
+        run_daemon(config, args.kubeconfig, config_path, serving, serve=serving is not None)
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -159,9 +180,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "it loses its leader lease, as kube-scheduler does (1), and with 3 when a "
         "plugin hook held it past pluggableScheduler.shutdownGracePeriod after "
         "SIGTERM. Changes to the --config file are applied while it runs (see "
-        "pluggableScheduler.configReloadPeriod).",
+        "pluggableScheduler.configReloadPeriod). Health and metrics are served as "
+        "kube-scheduler serves them: HTTPS, /metrics for callers the API server "
+        "authenticates and authorizes; --plain-http for local use.",
     )
     add_config_option(parser)
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")
+    add_serving_options(parser)
     add_logging_options(parser)
     parser.set_defaults(func=_cmd_run)

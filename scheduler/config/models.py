@@ -381,9 +381,12 @@ class SchedulerExtensions(_ConfigModel):
     server_address: str = Field(
         default=_DEFAULT_SERVER_ADDRESS,
         description="`host:port` serving /healthz, /livez, /readyz and /metrics "
-        "(kube-scheduler's secure port is 10259). An empty host listens on all interfaces; "
-        "an IPv6 host is written in brackets (`[::1]:10259`). `run` fails at start-up, "
-        "naming this field, when the address cannot be bound.",
+        "(kube-scheduler's secure port is 10259). `run` serves it as kube-scheduler does: "
+        "HTTPS, /metrics only for callers the API server authenticates and authorizes "
+        "(its flags `--bind-address` and `--secure-port` override this address; "
+        "`--plain-http` serves plain HTTP for local use). An empty host listens on all "
+        "interfaces; an IPv6 host is written in brackets (`[::1]:10259`). `run` fails at "
+        "start-up, naming this field, when the address cannot be bound.",
     )
     binding_concurrency: int = Field(
         default=64,

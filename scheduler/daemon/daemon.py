@@ -70,7 +70,7 @@ from scheduler.kube.events import EventRecorder
 from scheduler.kube.informer import Informer, strip_managed_fields
 from scheduler.kube.leaderelection import LeaderElector
 from scheduler.observability.metrics import SchedulerMetrics
-from scheduler.observability.server import HealthServer
+from scheduler.observability.server import HealthServer, Serving
 from scheduler.state.pod import InvalidPodError, PodInfo, compact_pod
 
 log = structlog.get_logger("scheduler.daemon")
@@ -105,6 +105,7 @@ class Daemon:
         *,
         identity: str | None = None,
         serve_health: bool = True,
+        serving: Serving | None = None,
         seed: int | None = None,
         freeze_gc_after_sync: bool = False,
         control_client: ClientFactory | None = None,
@@ -124,6 +125,10 @@ class Daemon:
         thread of their own (:mod:`scheduler.daemon.control`), out of reach
         of plugin hooks; without it everything shares the caller's loop,
         which suits embedding and in-process tests.
+
+        ``serving`` says how health and metrics are served (``run``: HTTPS
+        with delegated authentication and authorization, as kube-scheduler);
+        without it, plain HTTP at ``pluggableScheduler.serverAddress``.
         """
         self.config = config
         self._control_client = control_client
@@ -218,6 +223,7 @@ class Daemon:
                 extensions.server_address,
                 self.metrics,
                 checks={"informer-sync": self._synced_check},
+                serving=serving,
             )
 
     # -- plugin handle --------------------------------------------------------------

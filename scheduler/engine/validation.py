@@ -93,64 +93,100 @@ def check_pod_spec(raw: Mapping[str, Any]) -> None:
     spec = raw.get("spec")
     if not isinstance(spec, Mapping):
         raise InvalidPodError(f"pod {key}: spec is missing or not an object")
+    problem = (
+        _scalar_fields_problem(spec)
+        or _lists_problem(spec)
+        or _container_resources_problem(spec)
+        or _object_fields_problem(spec)
+        or _tolerations_problem(spec)
+        or _scheduling_gates_problem(spec)
+    )
+    if problem is not None:
+        path, what = problem
+        raise InvalidPodError(f"pod {key}: spec.{path} {what}")
 
-    def bad(path: str, what: str) -> InvalidPodError:
-        return InvalidPodError(f"pod {key}: spec.{path} {what}")
 
+# Each check below returns (field path under ``spec``, what is wrong) for the first problem.
+_Problem = tuple[str, str] | None
+
+
+def _scalar_fields_problem(spec: Mapping[str, Any]) -> _Problem:
     for name in ("nodeName", "schedulerName", "priorityClassName"):
         if spec.get(name) is not None and not isinstance(spec[name], str):
-            raise bad(name, "must be a string")
+            return name, "must be a string"
+    return None
+
+
+def _lists_problem(spec: Mapping[str, Any]) -> _Problem:
+    """Containers present, and every list of objects a list of objects."""
     if not isinstance(spec.get("containers"), list) or not spec["containers"]:
-        raise bad("containers", "must be a non-empty list of containers")
+        return "containers", "must be a non-empty list of containers"
     for field in _LIST_OF_OBJECTS:
         items = spec.get(field)
         if items is None:
             continue
         if not isinstance(items, list):
-            raise bad(field, "must be a list")
+            return field, "must be a list"
         for i, item in enumerate(items):
             if not isinstance(item, Mapping):
-                raise bad(f"{field}[{i}]", "must be an object")
+                return f"{field}[{i}]", "must be an object"
+    return None
+
+
+def _container_resources_problem(spec: Mapping[str, Any]) -> _Problem:
     for field in ("containers", "initContainers"):
         for i, container in enumerate(spec.get(field) or ()):
             resources = container.get("resources")
             if resources is None:
                 continue
             if not isinstance(resources, Mapping):
-                raise bad(f"{field}[{i}].resources", "must be an object")
+                return f"{field}[{i}].resources", "must be an object"
             for kind in ("requests", "limits"):
                 amounts = resources.get(kind)
                 if amounts is not None and not isinstance(amounts, Mapping):
-                    raise bad(
-                        f"{field}[{i}].resources.{kind}", "must map resource names to quantities"
+                    return (
+                        f"{field}[{i}].resources.{kind}",
+                        "must map resource names to quantities",
                     )
-    for field in ("nodeSelector",):
-        value = spec.get(field)
-        if value is not None and (
-            not isinstance(value, Mapping)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-        ):
-            raise bad(field, "must map strings to strings")
+    return None
+
+
+def _object_fields_problem(spec: Mapping[str, Any]) -> _Problem:
+    selector = spec.get("nodeSelector")
+    if selector is not None and (
+        not isinstance(selector, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in selector.items())
+    ):
+        return "nodeSelector", "must map strings to strings"
     for field in ("affinity", "overhead"):
         if spec.get(field) is not None and not isinstance(spec[field], Mapping):
-            raise bad(field, "must be an object")
+            return field, "must be an object"
+    return None
+
+
+def _tolerations_problem(spec: Mapping[str, Any]) -> _Problem:
     for i, toleration in enumerate(spec.get("tolerations") or ()):
         operator = toleration.get("operator") or ""
         if operator not in _TOLERATION_OPERATORS:
-            raise bad(
+            return (
                 f"tolerations[{i}].operator",
                 f'{_shown(str(operator))} is not supported: supported values: "Equal", "Exists"',
             )
         effect = toleration.get("effect") or ""
         if effect not in _TAINT_EFFECTS:
-            raise bad(
+            return (
                 f"tolerations[{i}].effect",
                 f"{_shown(str(effect))} is not supported: supported values: "
                 '"NoSchedule", "PreferNoSchedule", "NoExecute"',
             )
+    return None
+
+
+def _scheduling_gates_problem(spec: Mapping[str, Any]) -> _Problem:
     for i, gate in enumerate(spec.get("schedulingGates") or ()):
         if not isinstance(gate.get("name"), str) or not gate["name"]:
-            raise bad(f"schedulingGates[{i}].name", "must be a non-empty string")
+            return f"schedulingGates[{i}].name", "must be a non-empty string"
+    return None
 
 
 def check_parsed_requests(key: str, requests: Mapping[str, int]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +25,7 @@ from scheduler.api.results import Diagnosis, PreFilterResult, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.framework.batching import BatchCache, pod_signature
 from scheduler.framework.handle import Nominator
+from scheduler.framework.nominated import filter_with_nominated, nominated_rows
 from scheduler.framework.runtime import (
     IGNORED_KEY,
     PREFILTER_NARROWING_KEY,
@@ -33,8 +33,9 @@ from scheduler.framework.runtime import (
     Framework,
     ScoreOutcome,
 )
-from scheduler.state.nodetable import NodeInfo, NodeSet, NodeTable
+from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.whatif import WhatIfTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -104,38 +105,32 @@ class Algorithm:
 
         kube-scheduler's RunFilterPluginsWithNominatedPods: pods of equal or
         higher priority that won a preemption on a node keep the room they
-        freed. Only nodes with such pods are re-checked, each on a clone of
-        the cycle state as kube does, or all in one Filter run when the
-        framework says editing ``requested`` rows is enough; the pass without
-        them is the normal Filter run that already happened.
+        freed. Only nodes with such pods are re-checked (see
+        :func:`.nominated.filter_with_nominated`); the pass without them is
+        the normal Filter run that already happened.
         """
-        nominated = self.nominator.nominated_pods() if self.nominator else {}
-        if not nominated:
+        nominations = self.nominator.nominated_pods() if self.nominator else {}
+        if not nominations:
             return feasible
         table = feasible.table
         position = {int(row): i for i, row in enumerate(feasible.rows.tolist())}
-        loads: dict[int, tuple[str, list[PodInfo]]] = {}
-        for node_name, pods in nominated.items():
-            row = table.row_of(node_name)
-            if row is None or row not in position:
-                continue
-            others = [
-                p
-                for p in pods
-                if p.key != pod.key and p.priority >= pod.priority and not table.has_pod(p.key)
-            ]
-            if others:
-                loads[row] = (node_name, others)
+        loads = {
+            row: pods
+            for row, pods in nominated_rows(table, nominations, pod).items()
+            if row in position
+        }
         if not loads:
             return feasible
-        if self.framework.filters_read_requested_only(state):
-            rejected = self._nominated_rejections_at_once(state, pod, table, loads)
-        else:
-            rejected = self._nominated_rejections_one_by_one(state, pod, table, loads)
+        rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
+        rejected = filter_with_nominated(
+            self.framework, state, pod, WhatIfTable(table), rows, loads, recheck_without=False
+        )
+        if not rejected:
+            return feasible
         keep = np.ones(len(feasible), dtype=np.bool_)
-        for row, _ in rejected:
+        for row in rejected.rows():
+            status = rejected.status(row) or Status.unschedulable()
             keep[position[row]] = False
-        for row, status in rejected:
             code = Code.UNSCHEDULABLE if status.code is Code.ERROR else status.code
             reasons = list(status.reasons) or ["node(s) had no room left by nominated pods"]
             diagnosis.add(
@@ -147,81 +142,7 @@ class Algorithm:
                     reasons,
                 )
             )
-        return feasible.subset(keep) if rejected else feasible
-
-    def _nominated_rejections_one_by_one(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        loads: Mapping[int, tuple[str, list[PodInfo]]],
-    ) -> list[tuple[int, Status]]:
-        """Each loaded node on its own: its nominated pods added to the table and to a
-        clone of the cycle state (AddPod extensions), then Filter on that node."""
-        rejected: list[tuple[int, Status]] = []
-        for row, (node_name, others) in loads.items():
-            node = NodeInfo(table, row)
-            trial = state.clone()
-            added: list[str] = []
-            try:
-                status = Status.success()
-                for other in others:
-                    table.add_pod(other, node_name)
-                    added.append(other.key)
-                    status = self.framework.run_pre_filter_add_pod(trial, pod, other, node)
-                    if not status.is_success():
-                        break
-                if status.is_success():
-                    status = self.framework.run_filter_with_nominated(trial, pod, node)
-            finally:
-                for key in added:
-                    table.remove_pod(key)
-            if not status.is_success():
-                rejected.append((row, status))
-        return rejected
-
-    def _nominated_rejections_at_once(
-        self,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        loads: Mapping[int, tuple[str, list[PodInfo]]],
-    ) -> list[tuple[int, Status]]:
-        """All loaded nodes in one Filter run, their nominated pods added to ``requested``.
-
-        Exact when :meth:`Framework.filters_read_requested_only` holds; the
-        rows are restored before returning. Statuses are each node's first
-        rejection, as the node-by-node check gives.
-        """
-        rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
-        vectors = [[table.occupancy(p) for p in others] for _, others in loads.values()]
-        width = len(table.resources)  # final: occupancy() adds any missing column
-        extra = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row_vectors in enumerate(vectors):
-            for vector in row_vectors:
-                extra[i, : len(vector)] += vector
-        requested = table.requested
-        try:
-            requested[rows] += extra
-            outcome = self.framework.run_filter(state, pod, NodeSet(table, rows))
-        finally:
-            requested[rows] -= extra
-        if not outcome.status.is_success():
-            return [(int(row), outcome.status) for row in rows.tolist()]
-        passed = set(outcome.feasible.rows.tolist())
-        verdicts = outcome.diagnosis.node_verdicts
-        rejected: list[tuple[int, Status]] = []
-        for row in rows.tolist():
-            if row in passed:
-                continue
-            verdict = verdicts.get(table.names[row])
-            status = (
-                Status(verdict.code, tuple(verdict.reasons), verdict.plugin)
-                if verdict is not None
-                else Status.unschedulable()
-            )
-            rejected.append((row, status))
-        return rejected
+        return feasible.subset(keep)
 
     def schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0
@@ -243,9 +164,33 @@ class Algorithm:
     def _schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
     ) -> ScheduleResult:
-        framework = self.framework
         all_nodes = table.all_nodes()
         diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
+        refused = self._refuse_outright(pod, all_nodes, diagnosis)
+        if refused is not None:
+            return refused
+        pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
+        if not status.is_success():
+            _record_pre_filter_rejection(status, diagnosis)
+            return ScheduleResult(status, diagnosis=diagnosis)
+        nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
+        if on_nominated is not None:
+            return on_nominated
+        signature = self._batch_signature(state, pod, pre_result, percentage)
+        result = self._find_feasible(state, pod, nodes, diagnosis, signature)
+        feasible = result.filter_outcome.feasible if result.filter_outcome else None
+        if not result.status.is_success() or feasible is None:
+            return result
+        if percentage > 0:
+            feasible = self._sample(feasible, len(all_nodes), percentage)
+        self._pick(state, pod, feasible, signature, result)
+        return result
+
+    def _refuse_outright(
+        self, pod: PodInfo, all_nodes: NodeSet, diagnosis: Diagnosis
+    ) -> ScheduleResult | None:
+        """No node at all, or a pod this profile cannot place correctly anywhere."""
         if not len(all_nodes):
             return ScheduleResult(
                 Status.unschedulable("no nodes available to schedule pods"), diagnosis=diagnosis
@@ -259,68 +204,54 @@ class Algorithm:
                 Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (RESOURCE_CLAIMS_UNSUPPORTED,)),
                 diagnosis=diagnosis,
             )
+        return None
 
-        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
-        if not status.is_success():
-            if status.is_rejected():
-                diagnosis.pre_filter_message = status.message()
-                diagnosis.pre_filter_code = status.code
-                if status.plugin:
-                    target = (
-                        diagnosis.pending_plugins
-                        if status.code is Code.PENDING
-                        else diagnosis.unschedulable_plugins
-                    )
-                    target.add(status.plugin)
-            return ScheduleResult(status, diagnosis=diagnosis)
-
-        nodes = all_nodes
-        if pre_result.node_names is not None:
-            keep = np.fromiter(
-                (n in pre_result.node_names for n in all_nodes.names),
-                dtype=np.bool_,
-                count=len(all_nodes),
-            )
-            narrowing = state.get(PREFILTER_NARROWING_KEY, [])
-            reason = f"node(s) didn't satisfy plugin(s) [{', '.join(narrowing)}]"
-            dropped = all_nodes.rows[~keep]
-            diagnosis.add(
-                Rejection(
-                    narrowing[0] if narrowing else "PreFilter",
-                    dropped,
-                    np.full(len(dropped), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, dtype=np.int8),
-                    np.ones(len(dropped), dtype=np.uint64),
-                    [reason],
-                )
-            )
-            nodes = all_nodes.subset(keep)
-
-        # A pod that already won a preemption tries its nominated node first.
+    def _try_nominated_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        pre_result: PreFilterResult,
+        diagnosis: Diagnosis,
+    ) -> ScheduleResult | None:
+        """A pod that already won a preemption tries its nominated node first (kube's
+        ``evaluateNominatedNode``); None when it has none or the node does not fit."""
         nominated = pod.nominated_node_name
-        allowed = pre_result.node_names is None or nominated in pre_result.node_names
-        if nominated and allowed:
-            row = table.row_of(nominated)
-            if row is not None:
-                one = NodeSet(table, np.asarray([row], dtype=np.int64))
-                outcome = framework.run_filter(state, pod, one)
-                if outcome.status.is_success() and len(outcome.feasible) and self.nominator:
-                    # Room other equal- or higher-priority nominees hold counts
-                    # here too (kube's evaluateNominatedNode filters with them).
-                    outcome.feasible = self._filter_with_nominated(
-                        state, pod, outcome.feasible, outcome.diagnosis
-                    )
-                if outcome.status.is_success() and len(outcome.feasible):
-                    return ScheduleResult(
-                        Status.success(),
-                        nominated,
-                        one.rows,
-                        evaluated_nodes=1,
-                        feasible_nodes=1,
-                        filter_outcome=outcome,
-                        diagnosis=diagnosis,
-                    )
+        if not nominated:
+            return None
+        if pre_result.node_names is not None and nominated not in pre_result.node_names:
+            return None
+        row = table.row_of(nominated)
+        if row is None:
+            return None
+        one = NodeSet(table, np.asarray([row], dtype=np.int64))
+        outcome = self.framework.run_filter(state, pod, one)
+        if outcome.status.is_success() and len(outcome.feasible) and self.nominator:
+            # Room other equal- or higher-priority nominees hold counts here too.
+            outcome.feasible = self._filter_with_nominated(
+                state, pod, outcome.feasible, outcome.diagnosis
+            )
+        if not outcome.status.is_success() or not len(outcome.feasible):
+            return None
+        return ScheduleResult(
+            Status.success(),
+            nominated,
+            one.rows,
+            evaluated_nodes=1,
+            feasible_nodes=1,
+            filter_outcome=outcome,
+            diagnosis=diagnosis,
+        )
 
-        signature = self._batch_signature(state, pod, pre_result, percentage)
+    def _find_feasible(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: NodeSet,
+        diagnosis: Diagnosis,
+        signature: bytes | None,
+    ) -> ScheduleResult:
+        """Filter (with nominated pods' room held); unschedulable when nothing is left."""
         outcome = self._filter(state, pod, nodes, diagnosis, signature)
         if outcome.status.is_success() and self.nominator is not None:
             outcome.feasible = self._filter_with_nominated(state, pod, outcome.feasible, diagnosis)
@@ -332,24 +263,29 @@ class Algorithm:
             filter_outcome=outcome,
             diagnosis=diagnosis,
         )
-        if not outcome.status.is_success():
-            return result
-        feasible = outcome.feasible
-        if not len(feasible):
+        if outcome.status.is_success() and not len(outcome.feasible):
             result.status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
-            return result
+        return result
 
-        if percentage > 0:
-            feasible = self._sample(feasible, len(all_nodes), percentage)
+    def _pick(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        feasible: NodeSet,
+        signature: bytes | None,
+        result: ScheduleResult,
+    ) -> None:
+        """Score ``feasible`` and set ``result``'s node (a random one of the best), or its
+        status when PreScore or Score fails. A single feasible node is not scored."""
+        names = feasible.table.names
         if len(feasible) == 1:
-            result.node = table.names[int(feasible.rows[0])]
+            result.node = names[int(feasible.rows[0])]
             result.tied_rows = feasible.rows
-            return result
-
-        status = framework.run_pre_score(state, pod, feasible)
+            return
+        status = self.framework.run_pre_score(state, pod, feasible)
         if not status.is_success():
             result.status = status
-            return result
+            return
         raw_scores: dict[str, npt.NDArray[np.int64]] | None = None
         batch = self.batch
         if signature is not None and batch is not None and batch.scores_are_local(state):
@@ -357,18 +293,17 @@ class Algorithm:
             if isinstance(got, Status):
                 batch.forget(signature)
                 result.status = got
-                return result
+                return
             raw_scores = got
-        scores = framework.run_score(state, pod, feasible, raw_scores)
+        scores = self.framework.run_score(state, pod, feasible, raw_scores)
         result.score_outcome = scores
         if not scores.status.is_success():
             result.status = scores.status
-            return result
+            return
         total = scores.total
         tied_rows = feasible.rows[total == total.max()]
         result.tied_rows = tied_rows
-        result.node = table.names[int(tied_rows[self.rng.randrange(len(tied_rows))])]
-        return result
+        result.node = names[int(tied_rows[self.rng.randrange(len(tied_rows))])]
 
     def _batch_signature(
         self, state: CycleState, pod: PodInfo, pre_result: PreFilterResult, percentage: int
@@ -420,3 +355,44 @@ class Algorithm:
         idx = (np.arange(want) + start) % len(feasible)
         self.next_start = (start + want) % max(num_all, 1)
         return NodeSet(feasible.table, feasible.rows[idx])
+
+
+def _record_pre_filter_rejection(status: Status, diagnosis: Diagnosis) -> None:
+    """What a failed PreFilter tells the diagnosis (and, through it, the queue)."""
+    if not status.is_rejected():
+        return
+    diagnosis.pre_filter_message = status.message()
+    diagnosis.pre_filter_code = status.code
+    if status.plugin:
+        target = (
+            diagnosis.pending_plugins
+            if status.code is Code.PENDING
+            else diagnosis.unschedulable_plugins
+        )
+        target.add(status.plugin)
+
+
+def _narrow_to_pre_filter_result(
+    state: CycleState, all_nodes: NodeSet, pre_result: PreFilterResult, diagnosis: Diagnosis
+) -> NodeSet:
+    """The nodes a PreFilter result names; the others are rejected as unresolvable."""
+    if pre_result.node_names is None:
+        return all_nodes
+    keep = np.fromiter(
+        (n in pre_result.node_names for n in all_nodes.names),
+        dtype=np.bool_,
+        count=len(all_nodes),
+    )
+    narrowing = state.get(PREFILTER_NARROWING_KEY, [])
+    reason = f"node(s) didn't satisfy plugin(s) [{', '.join(narrowing)}]"
+    dropped = all_nodes.rows[~keep]
+    diagnosis.add(
+        Rejection(
+            narrowing[0] if narrowing else "PreFilter",
+            dropped,
+            np.full(len(dropped), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, dtype=np.int8),
+            np.ones(len(dropped), dtype=np.uint64),
+            [reason],
+        )
+    )
+    return all_nodes.subset(keep)

@@ -21,22 +21,37 @@ Unlike kube-apiserver, a failed check's reason is shown in the body rather
 than withheld: the checks here report scheduler state (which informer has
 not synced), nothing an unauthenticated caller could misuse, and the reason
 is what the person reading the probe output needs.
+
+Served as ``run`` serves it, with a :class:`Serving` that has a TLS context
+and delegated authentication and authorization, this is kube-scheduler's
+secure port (:mod:`scheduler.observability.delegated_auth`); without them it
+is plain HTTP open to anyone who can connect, for local and in-process use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
 
+from scheduler.observability.delegated_auth import DelegatedAuth, DelegatedAuthOptions
 from scheduler.observability.logging import get_logger
 from scheduler.observability.metrics import SchedulerMetrics
 
-__all__ = ["DEFAULT_ADDRESS", "Check", "CheckResult", "HealthServer", "parse_address"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "Check",
+    "CheckResult",
+    "HealthServer",
+    "Serving",
+    "override_address",
+    "parse_address",
+]
 
 CheckResult = bool | str
 """``True`` or ``""`` means healthy; ``False`` or a non-empty reason means failing."""
@@ -74,6 +89,39 @@ def parse_address(address: str) -> tuple[str | None, int]:
     return (host or None), number
 
 
+def override_address(address: str, host: str | None = None, port: int | None = None) -> str:
+    """``address`` with host and/or port replaced (``--bind-address``, ``--secure-port``)."""
+    current_host, current_port = parse_address(address)
+    if host is not None:
+        current_host = host.strip("[]")
+    if port is not None:
+        current_port = port
+    shown = current_host or ""
+    return f"[{shown}]:{current_port}" if ":" in shown else f"{shown}:{current_port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """Where and how the server listens: plain HTTP unless given ``tls``.
+
+    ``auth`` (only with ``tls``: a bearer token must not cross the network in
+    clear) makes every request go through delegated authentication and
+    authorization, as on kube-scheduler's secure port.
+    """
+
+    address: str = DEFAULT_ADDRESS
+    tls: ssl.SSLContext | None = None
+    auth: DelegatedAuthOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.auth is not None and self.tls is None:
+            raise ValueError("delegated authentication needs TLS")
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.tls is None else "https"
+
+
 @dataclass(frozen=True, slots=True)
 class _Outcome:
     name: str
@@ -90,7 +138,10 @@ class _Outcome:
 
 
 class HealthServer:
-    """Serves ``/healthz``, ``/livez``, ``/readyz`` and ``/metrics`` over plain HTTP.
+    """Serves ``/healthz``, ``/livez``, ``/readyz`` and ``/metrics``.
+
+    Over plain HTTP to anyone, unless ``serving`` (which then also gives the
+    address) has a TLS context and delegated authentication.
 
     ``checks`` are readiness checks; ``liveness_checks`` count for every
     endpoint. More can be added before or after :meth:`start` with
@@ -106,6 +157,7 @@ class HealthServer:
         *,
         liveness_checks: Mapping[str, Check] | None = None,
         check_timeout: float = 5.0,
+        serving: Serving | None = None,
     ) -> None:
         """Prepare the server; nothing binds until :meth:`start`.
 
@@ -113,8 +165,12 @@ class HealthServer:
         the daemon without exposing metrics should say so, not serve an
         empty page a scraper would take for a healthy target.
         """
+        if serving is not None:
+            address = serving.address
         self.address = address
+        self.serving = serving or Serving(address)
         self._host, self._port = parse_address(address)
+        self._auth: DelegatedAuth | None = None
         self.metrics = metrics
         self.check_timeout = check_timeout
         self._liveness: dict[str, Check] = {}
@@ -242,7 +298,8 @@ class HealthServer:
         return response
 
     def _app(self) -> web.Application:
-        app = web.Application()
+        middlewares = [self._auth.middleware] if self._auth is not None else []
+        app = web.Application(middlewares=middlewares)
         for endpoint in _ENDPOINTS:
             app.router.add_get(f"/{endpoint}", self._handle_all)
             app.router.add_get(f"/{endpoint}/{{name}}", self._handle_one)
@@ -255,19 +312,36 @@ class HealthServer:
         """Bind and serve; after this :attr:`port` is the real port (even for port 0)."""
         if self._runner is not None:
             raise RuntimeError("health server already started")
+        if self.serving.auth is not None:
+            # The review clients belong to the loop that serves (the control thread's).
+            auth = DelegatedAuth(self.serving.auth)
+            await auth.open()
+            self._auth = auth
         # No access log: probes and scrapes every few seconds would drown the
         # scheduler's own lines.
         runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
         try:
-            site = web.TCPSite(runner, self._host, self._port)
+            await runner.setup()
+            site = web.TCPSite(runner, self._host, self._port, ssl_context=self.serving.tls)
             await site.start()
         except BaseException:
             await runner.cleanup()
+            await self._close_auth()
             raise
         self._runner = runner
         self._bound_port = int(runner.addresses[0][1])
-        _log.info("health server listening", address=self.address, port=self._bound_port)
+        _log.info(
+            "health server listening",
+            address=self.address,
+            port=self._bound_port,
+            scheme=self.serving.scheme,
+            authorization="delegated" if self._auth is not None else "none",
+        )
+
+    async def _close_auth(self) -> None:
+        auth, self._auth = self._auth, None
+        if auth is not None:
+            await auth.close()
 
     async def stop(self) -> None:
         """Stop serving; safe to call when not started or already stopped."""
@@ -275,6 +349,7 @@ class HealthServer:
         self._bound_port = None
         if runner is not None:
             await runner.cleanup()
+        await self._close_auth()
 
     async def __aenter__(self) -> HealthServer:
         await self.start()

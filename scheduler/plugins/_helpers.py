@@ -127,8 +127,8 @@ class RowKeyIndex:
 
     def refresh(self, table: NodeTable) -> None:
         """Bring the index up to date with ``table`` (cheap when little changed)."""
-        if self._table is not table:
-            self._reset(table)
+        if self._table is not table.origin:  # what-if copies refresh their rows only
+            self._reset(table.origin)
         if table.capacity != self._capacity:
             self._grow(table.capacity)
         changed = np.flatnonzero(table.generation != self._generation)

@@ -14,6 +14,7 @@ table *is* a consistent snapshot: no watch event can be applied in between.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -124,6 +125,10 @@ class NodeTable:
         self._free: list[int] = []
         self._rows_cache: IntArray | None = None
         self.version = 0  # bumped on every change, for callers caching derived data
+        # Row generations are stamps from one clock, never reused, shared with
+        # the table's what-if copies (scheduler.state.whatif): a cache that saw
+        # a what-if row sees a different stamp on the live row, and recomputes.
+        self._stamps = itertools.count(1)
         # Bumped when a node object, a resource column or the row set changes;
         # pod accounting bumps only its row's ``generation``. Together they tell
         # a cache of per-node results exactly which rows it must recompute.
@@ -218,8 +223,17 @@ class NodeTable:
             self.layout += 1
         return tid
 
+    @property
+    def origin(self) -> NodeTable:
+        """The live table: itself here, the table copied for a what-if copy.
+
+        Caches kept per table (a plugin's row index) key on this, so a what-if
+        copy refreshes the rows it changed instead of rebuilding everything.
+        """
+        return self
+
     def _touch(self, row: int) -> None:
-        self.generation[row] += 1
+        self.generation[row] = next(self._stamps)
         self.version += 1
 
     # -- nodes --------------------------------------------------------------------
@@ -320,16 +334,26 @@ class NodeTable:
         self.requested[row, PODS] += sign
         self.non_zero_requested[row, 0] += sign * pod.non_zero_requests[0]
         self.non_zero_requested[row, 1] += sign * pod.non_zero_requests[1]
+        self._own_row(row)
         if sign > 0:
             self.pods[row][pod.key] = pod
             self.ports[row].extend(pod.host_ports)
-            self.pod_table.add(pod, row)
         else:
             self.pods[row].pop(pod.key, None)
             for port in pod.host_ports:
                 self.ports[row].remove(port)
-            self.pod_table.set_node_row(pod.key, -1)
+        self._index_pod(pod, row if sign > 0 else -1)
         self._touch(row)
+
+    def _own_row(self, row: int) -> None:
+        """Make the row's pods and ports safe to edit (a what-if copy copies them)."""
+
+    def _index_pod(self, pod: PodInfo, row: int) -> None:
+        """Record the pod's row (-1: on no node) in the cluster-wide pod table."""
+        if row >= 0:
+            self.pod_table.add(pod, row)
+        else:
+            self.pod_table.set_node_row(pod.key, -1)
 
     def add_pod(self, pod: PodInfo, node_name: str | None = None) -> None:
         """Account a pod on its node (``pod.node_name`` unless given: assumed pods)."""

@@ -80,6 +80,7 @@ class PluginTestKit:
         self._table.upsert_node(dict(node))
 
     def remove_node(self, name: str) -> None:
+        """Remove node ``name`` (a node deleted from the cluster)."""
         self._table.remove_node(name)
 
     def add_pod(self, pod: Obj | Pod, node_name: str | None = None) -> Pod:
@@ -89,6 +90,7 @@ class PluginTestKit:
         return info
 
     def remove_pod(self, pod: Pod) -> None:
+        """Stop accounting ``pod`` (as returned by :meth:`add_pod`) on its node."""
         self._table.remove_pod(pod.key)
 
     def pod(self, pod: Obj | Pod) -> Pod:
@@ -112,6 +114,7 @@ class PluginTestKit:
         return self._table.all_nodes().view()
 
     def node(self, name: str) -> Node:
+        """Node ``name`` as per-node hooks (``filter_node``, PreFilter extensions) get it."""
         i = self.nodes().index_of(name)
         if i is None:
             raise LookupError(f"no node {name!r} in the kit's cluster")
@@ -121,6 +124,7 @@ class PluginTestKit:
 
     @property
     def handle(self) -> Handle:
+        """The handle plugins built by :meth:`build` get (for assertions on its state)."""
         return self._handle
 
     def build(self, plugin_class: type[PluginT], args: Any = None) -> PluginT:

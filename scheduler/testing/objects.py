@@ -31,7 +31,16 @@ def make_node(
     unschedulable: bool = False,
     extra_allocatable: Mapping[str, str] | None = None,
 ) -> Obj:
-    """A Ready node with ``kubernetes.io/hostname`` set and the given allocatable."""
+    """A Ready node with ``kubernetes.io/hostname`` set and the given allocatable.
+
+    Examples:
+        >>> gpus = {"nvidia.com/gpu": "2"}
+        >>> node = make_node("n1", cpu="8", labels={"zone": "a"}, extra_allocatable=gpus)
+        >>> node["metadata"]["labels"]
+        {'kubernetes.io/hostname': 'n1', 'zone': 'a'}
+        >>> node["status"]["allocatable"]
+        {'cpu': '8', 'memory': '8Gi', 'pods': '110', 'nvidia.com/gpu': '2'}
+    """
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extra_allocatable or {})}
     spec: Obj = {}
     if taints:
@@ -71,6 +80,14 @@ def make_pod(
 
     ``node_name`` makes it an already-running pod; ``spec`` entries are merged
     into the pod spec (tolerations, affinity, ...).
+
+    Examples:
+        >>> pod = make_pod("web", cpu="500m", labels={"app": "web"},
+        ...                spec={"tolerations": [{"key": "gpu", "operator": "Exists"}]})
+        >>> pod["spec"]["containers"][0]["resources"]
+        {'requests': {'cpu': '500m'}}
+        >>> pod["spec"]["tolerations"], pod["status"]["phase"]
+        ([{'key': 'gpu', 'operator': 'Exists'}], 'Pending')
     """
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     container: Obj = {"name": "main", "image": "registry.k8s.io/pause:3.10"}

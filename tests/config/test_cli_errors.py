@@ -258,6 +258,104 @@ def test_run_with_server_address_in_use(
     )
 
 
+def test_run_with_secure_port_in_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_config: str, taken_port: int
+) -> None:
+    code, err = cli(
+        capsys, "run", "--config", quiet_config, "--secure-port", str(taken_port),
+        "--kubeconfig", str(tmp_path / "none"),
+    )  # fmt: skip
+    assert code == 1
+    assert one_line(err) == (
+        f"error: --secure-port: cannot listen on 127.0.0.1:{taken_port}: Address already in use"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--plain-http", "--secure-port", "9443", "--authorization-kubeconfig", "k"],
+            "error: --plain-http serves without TLS or authentication; --secure-port, "
+            "--authorization-kubeconfig are for secure serving only: drop them or --plain-http",
+        ),
+        (["--secure-port", "70000"], "error: --secure-port: 70000 is not a port (0-65535)"),
+        (
+            ["--authentication-token-webhook-cache-ttl", "10"],
+            "error: --authentication-token-webhook-cache-ttl: invalid duration '10'",
+        ),
+        (
+            ["--authorization-webhook-cache-unauthorized-ttl=-1s"],
+            "error: --authorization-webhook-cache-unauthorized-ttl: '-1s' is negative",
+        ),
+        (
+            ["--authorization-always-allow-paths", "/healthz,/a*b"],
+            "error: --authorization-always-allow-paths: only a trailing * is allowed in '/a*b'",
+        ),
+        (
+            ["--tls-cert-file", "{tmp}/tls.crt"],
+            "error: --tls-cert-file needs --tls-private-key-file as well",
+        ),
+        (
+            ["--tls-cert-file", "{tmp}/none.crt", "--tls-private-key-file", "{tmp}/tls.key"],
+            "error: --tls-cert-file: {tmp}/none.crt does not exist or is not a file",
+        ),
+        (
+            ["--tls-cert-file", "{tmp}/tls.key", "--tls-private-key-file", "{tmp}/tls.key"],
+            "error: --tls-cert-file {tmp}/tls.key / --tls-private-key-file {tmp}/tls.key: "
+            "cannot use them as a serving certificate and its key: ",
+        ),
+        (
+            ["--authentication-kubeconfig", "{tmp}/none"],
+            "error: cannot read --authentication-kubeconfig {tmp}/none: No such file or directory",
+        ),
+        (
+            ["--authorization-kubeconfig", "{tmp}/tls.key"],
+            "error: --authorization-kubeconfig {tmp}/tls.key must hold one mapping",
+        ),
+    ],
+)
+def test_run_with_bad_serving_flags(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    quiet_config: str,
+    flags: list[str],
+    expected: str,
+) -> None:
+    """Each is refused before anything starts (the kubeconfig does not even exist)."""
+    from scheduler.observability.tls import self_signed_pem
+
+    cert, key = self_signed_pem()
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    argv = [f.format(tmp=tmp_path) for f in flags]
+    code, err = cli(
+        capsys, "run", "--config", quiet_config, "--kubeconfig", str(tmp_path / "none"), *argv
+    )
+    assert code == 1
+    assert one_line(err).startswith(expected.format(tmp=tmp_path)), err
+
+
+def test_run_with_an_authentication_kubeconfig_the_client_cannot_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_config: str
+) -> None:
+    """Well-formed YAML but no context: found when the secure port starts, still one line."""
+    from scheduler.tools.controlplane import write_kubeconfig
+
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", server="http://127.0.0.1:1", user="u", token=None
+    )
+    broken = write(tmp_path, "broken", "apiVersion: v1\nkind: Config\n")
+    code, err = cli(
+        capsys, "run", "--config", quiet_config, "--kubeconfig", str(kubeconfig),
+        "--authentication-kubeconfig", broken,
+    )  # fmt: skip
+    assert code == 1
+    assert one_line(err).startswith(
+        f"error: --authentication-kubeconfig: cannot use {broken}: Invalid kube-config"
+    ), err
+
+
 def test_emulator_port_in_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], taken_port: int
 ) -> None:

@@ -96,6 +96,20 @@ def test_cluster_role_grants_exactly_what_the_daemon_uses() -> None:
     ]
 
 
+def test_the_secure_port_may_delegate_authentication_and_authorization() -> None:
+    """system:auth-delegator (tokenreviews, subjectaccessreviews create), nothing more."""
+    docs = render(BASE)
+    binding = find(docs, "ClusterRoleBinding", "pluggable-scheduler-auth-delegator")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "system:auth-delegator",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
+    ]
+
+
 def test_lease_role_is_namespaced_and_named_after_the_configured_lease() -> None:
     docs = render(BASE)
     config = yaml.safe_load(scheduler_config_text(docs))
@@ -139,6 +153,9 @@ def test_deployment_is_restricted_highly_available_and_probed() -> None:
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         assert container[probe]["httpGet"]["port"] == port["name"]
+        # The secure port, as kube-scheduler's probes: HTTPS, no token.
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+        assert "httpHeaders" not in container[probe]["httpGet"]
     for kind in ("requests", "limits"):
         assert set(container["resources"][kind]) == {"cpu", "memory"}
     spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}

@@ -15,6 +15,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from scheduler.tools.controlplane import (
+    UNPRIVILEGED,
     ControlPlane,
     RestClient,
     StaticUser,
@@ -47,6 +49,9 @@ SA_USER = StaticUser(
     f"system:serviceaccount:{NAMESPACE}:pluggable-scheduler",
     ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"),
 )
+#: A scraper as Prometheus would be: in the group the bootstrap ClusterRole
+#: system:monitoring is bound to (get on /metrics and the health paths).
+SCRAPER = StaticUser("metrics-scraper", ("system:monitoring",))
 LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pluggable-scheduler"
 COSCHEDULING = DEPLOY / "overlays" / "coscheduling"
 
@@ -55,7 +60,7 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
-    with start_control_plane(users=[SA_USER]) as control_plane:
+    with start_control_plane(users=[SA_USER, SCRAPER]) as control_plane:
         yield control_plane
 
 
@@ -97,15 +102,27 @@ def _free_port() -> int:
         return port
 
 
+#: The daemon's certificate is the self-signed one of its start, as in the Deployment.
+UNVERIFIED = ssl.create_default_context()
+UNVERIFIED.check_hostname = False
+UNVERIFIED.verify_mode = ssl.CERT_NONE
+
+
 @dataclass
 class Daemon:
     process: subprocess.Popen[bytes]
     port: int
     log: Path
+    scraper_token: str
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """GET ``path`` of the secure port; /metrics with the scraper's token."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
+        token = token if token is not None else self.scraper_token
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as reply:
+            with urllib.request.urlopen(request, timeout=5, context=UNVERIFIED) as reply:
                 return reply.status, reply.read().decode()
         except OSError as error:
             return getattr(error, "code", 0), str(error)
@@ -120,7 +137,11 @@ class Daemon:
 
 @contextlib.contextmanager
 def run_daemon(plane: ControlPlane, config_text: str, workdir: Path, name: str) -> Iterator[Daemon]:
-    """`pluggable-scheduler run` as the ServiceAccount with `config_text`, health on a free port."""
+    """`pluggable-scheduler run` as the ServiceAccount with `config_text`, health on a free port.
+
+    The ServiceAccount's kubeconfig stands in for the in-cluster config the
+    secure port uses in the Deployment to review scrapers' tokens and access.
+    """
     config = yaml.safe_load(config_text)
     port = _free_port()
     config.setdefault("pluggableScheduler", {})["serverAddress"] = f"127.0.0.1:{port}"
@@ -132,10 +153,12 @@ def run_daemon(plane: ControlPlane, config_text: str, workdir: Path, name: str) 
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "scheduler", "run", "--config", str(config_path),
-             "--kubeconfig", str(kubeconfig), "--log-format", "json"],
+             "--kubeconfig", str(kubeconfig), "--log-format", "json",
+             "--authentication-kubeconfig", str(kubeconfig),
+             "--authorization-kubeconfig", str(kubeconfig)],
             stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env,
         )  # fmt: skip
-    daemon = Daemon(process, port, log)
+    daemon = Daemon(process, port, log, plane.tokens[SCRAPER.name])
     try:
         _wait(f"{name} /readyz", daemon.ready, log=log)
         yield daemon
@@ -277,6 +300,13 @@ def test_service_account_schedules_elects_and_records_events(
         lease = admin.get(LEASE).body["spec"]
         assert lease["holderIdentity"]
         assert not second.leading()
+        # The secure port, reviewing as the ServiceAccount (system:auth-delegator):
+        # the scraper reads /metrics (leading() above), others do not; probes need no token.
+        unprivileged = plane.tokens[UNPRIVILEGED.name]
+        assert first.get("/metrics", token=unprivileged)[0] == 403
+        assert first.get("/metrics", token="")[0] == 403  # system:anonymous
+        assert first.get("/metrics", token="no-such-token")[0] == 401
+        assert first.get("/livez", token="")[0] == 200
         # The leader steps down on SIGTERM, releasing the lease; the standby takes it.
         first.process.send_signal(signal.SIGTERM)
         assert first.process.wait(20) == 0, first.log.read_text()[-4000:]
@@ -313,6 +343,10 @@ def test_service_account_is_denied_what_the_daemon_does_not_need(plane: ControlP
         {"verb": "watch", "group": "resource.k8s.io", "resource": "resourceslices"},
         {"verb": "update", "group": "resource.k8s.io", "resource": "resourceclaims",
          "subresource": "status", "namespace": "any"},
+        # The secure port's reviews (system:auth-delegator).
+        {"verb": "create", "group": "authentication.k8s.io", "resource": "tokenreviews"},
+        {"verb": "create", "group": "authorization.k8s.io",
+         "resource": "subjectaccessreviews"},
     ]  # fmt: skip
     denied = [
         {"verb": "delete", "resource": "nodes"},
@@ -323,6 +357,8 @@ def test_service_account_is_denied_what_the_daemon_does_not_need(plane: ControlP
         {"verb": "get", "resource": "secrets", "namespace": NAMESPACE},
         {"verb": "list", "resource": "secrets"},
         {"verb": "list", "resource": "configmaps"},
+        {"verb": "get", "resource": "configmaps", "namespace": "kube-system",
+         "name": "extension-apiserver-authentication"},
         {"verb": "list", "group": "apps", "resource": "deployments"},
         {"verb": "update", "group": "apps", "resource": "replicasets", "namespace": "any"},
         {"verb": "create", "resource": "events", "namespace": "any"},  # core/v1 events

@@ -24,6 +24,7 @@ from scheduler.daemon.daemon import Daemon
 from scheduler.framework.loader import PluginCatalog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import NotFound
+from scheduler.observability.server import Serving
 from scheduler.simulation.emulator.claimcontroller import ClaimController
 from scheduler.simulation.emulator.volumecontroller import VolumeController
 from tests.conftest import KubeBackend
@@ -313,8 +314,12 @@ async def start_daemon(kube_backend: KubeBackend) -> AsyncIterator[StartDaemon]:
         catalog: PluginCatalog = CATALOG,
         wait_leading: bool = True,
         config_file: Path | None = None,
+        serving: Serving | None = None,
     ) -> RunningDaemon:
-        """Start a daemon; with ``config_file``, ``config`` is written there and watched."""
+        """Start a daemon; with ``config_file``, ``config`` is written there and watched.
+
+        With ``serving``, it serves health and metrics that way (else not at all).
+        """
         loaded = load_config(config)
         if config_file is not None:
             write_json(config_file, config)
@@ -327,7 +332,8 @@ async def start_daemon(kube_backend: KubeBackend) -> AsyncIterator[StartDaemon]:
             catalog,
             client,
             identity=identity,
-            serve_health=False,
+            serve_health=serving is not None,
+            serving=serving,
             seed=0,
             config_path=config_file,
         )

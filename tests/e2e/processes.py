@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,12 @@ catalog = catalog_with_test_plugins()
 PluginCatalog.discover = classmethod(lambda cls, group="": catalog)  # type: ignore
 from scheduler.cli.main import main
 
-sys.exit(main(["run", "--config", sys.argv[1], "--kubeconfig", sys.argv[2]]))
+sys.exit(main(["run", "--config", sys.argv[1], "--kubeconfig", sys.argv[2], *sys.argv[3:]]))
 """
+
+
+#: ``run``'s flag for the plain-HTTP health and metrics the tests that scrape without TLS use.
+PLAIN = ("--plain-http",)
 
 
 def free_port() -> int:
@@ -43,10 +48,12 @@ async def start_run(
     tmp: Path,
     name: str,
     env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> Any:
     """A ``run`` process with the test plugins, its config in ``tmp/name.json``.
 
-    Its output goes to ``tmp/name.log``; ``env`` adds to the environment.
+    Its output goes to ``tmp/name.log``; ``env`` adds to the environment and
+    ``args`` to ``run``'s command line (e.g. ``--plain-http``).
     """
     config_file = tmp / f"{name}.json"
     config_file.write_text(json.dumps(config))
@@ -58,6 +65,7 @@ async def start_run(
             str(script),
             str(config_file),
             str(cluster.backend.kubeconfig),
+            *args,
             stdout=log,
             stderr=log,
             cwd=ROOT,

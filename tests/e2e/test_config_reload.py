@@ -20,7 +20,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
-from tests.e2e.processes import free_port, start_run
+from tests.e2e.processes import PLAIN, free_port, start_run
 
 
 def replace_file(path: Path, config: dict[str, Any]) -> None:
@@ -86,7 +86,7 @@ async def test_weights_args_and_plugins_change_live_and_bad_versions_are_refused
         return built
 
     env = {"POD_NAME": "scheduler-self", "POD_NAMESPACE": cluster.namespace}
-    proc = await start_run(cluster, config(1, 5, "blue"), tmp_path, "daemon", env=env)
+    proc = await start_run(cluster, config(1, 5, "blue"), tmp_path, "daemon", env=env, args=PLAIN)
     config_file = tmp_path / "daemon.json"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/reload-lease"
 

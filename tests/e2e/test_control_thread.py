@@ -20,7 +20,7 @@ import pytest
 from scheduler.daemon.control import EXIT_LOST_LEASE, EXIT_STUCK
 from scheduler.kube.leaderelection import micro_time
 from tests.e2e.conftest import Cluster, scheduler_config, wait_until
-from tests.e2e.processes import free_port, start_run
+from tests.e2e.processes import PLAIN, free_port, start_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ async def test_a_filter_that_never_returns_leaves_health_lease_and_sigterm_worki
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
     base = f"http://127.0.0.1:{port}"
     timeout = aiohttp.ClientTimeout(total=1.0)
-    proc = await start_run(cluster, config, tmp_path, "daemon")
+    proc = await start_run(cluster, config, tmp_path, "daemon", args=PLAIN)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             await cluster.create_pod("fine")
@@ -112,7 +112,7 @@ async def test_sigterm_stops_a_healthy_run_process_cleanly_and_releases_the_leas
     )
     log_file = tmp_path / "daemon.log"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
-    proc = await start_run(cluster, config, tmp_path, "daemon")
+    proc = await start_run(cluster, config, tmp_path, "daemon", args=PLAIN)
     try:
         await cluster.create_pod("p1")
         await cluster.wait_bound(["p1"], within=30)
@@ -157,7 +157,7 @@ async def test_a_held_leader_that_loses_its_lease_exits_with_the_lost_lease_code
     )
     log_file = tmp_path / "daemon.log"
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{cluster.namespace}/leases/control-lease"
-    proc = await start_run(cluster, config, tmp_path, "daemon")
+    proc = await start_run(cluster, config, tmp_path, "daemon", args=PLAIN)
     try:
         await cluster.create_pod("fine")
         await cluster.wait_bound(["fine"], within=30)
@@ -211,11 +211,11 @@ async def test_a_held_leader_keeps_its_lease_until_sigterm_then_the_standby_take
 
     procs = []
     try:
-        leader = await start_run(cluster, config(), tmp_path, "leader")
+        leader = await start_run(cluster, config(), tmp_path, "leader", args=PLAIN)
         procs.append(leader)
         await cluster.create_pod("fine")
         await cluster.wait_bound(["fine"], within=30)
-        standby = await start_run(cluster, config(), tmp_path, "standby")
+        standby = await start_run(cluster, config(), tmp_path, "standby", args=PLAIN)
         procs.append(standby)
         await cluster.create_pod("blocked", labels={"block": "spin"})
         await asyncio.sleep(1.0)

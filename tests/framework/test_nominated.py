@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.api import CycleState
 from scheduler.framework.cycle import Algorithm
+from scheduler.framework.nominated import Failures, filter_with_nominated
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.whatif import WhatIfTable
 from tests.framework.helpers import handle, make_framework, node, pod, table_of
 from tests.framework.test_batching import _templates, default_profile, random_node, replica
 
@@ -61,25 +65,33 @@ def test_the_nominee_itself_is_not_blocked_by_its_own_nomination() -> None:
     assert "n1" in result.filter_outcome.feasible.names
 
 
+def verdicts(failures: Failures) -> dict[int, tuple[Any, ...]]:
+    out: dict[int, tuple[Any, ...]] = {}
+    for row in failures.rows():
+        status = failures.status(row)
+        assert status is not None
+        out[row] = (status.code, status.reasons, status.plugin)
+    return out
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_nominated_check_at_once_equals_node_by_node(seed: int) -> None:
-    """The one-Filter-run check (``requested`` rows edited) decides as the per-node one."""
+    """One Filter run over every loaded node decides as one run per node."""
     rng = random.Random(seed)
     table = NodeTable()
     for i in range(25):
         table.upsert_node(random_node(rng, i))
     framework = default_profile(table).framework
-    algorithm = Algorithm(framework, seed=0)
     templates = [t for t in _templates() if not t["spec"]["containers"][0].get("ports")]
     names = list(table.index)
     for i in range(40):
         table.add_pod(replica(rng.choice(templates), f"placed-{i}"), rng.choice(names))
-    loads: dict[int, tuple[str, list[PodInfo]]] = {}
+    loads: dict[int, list[PodInfo]] = {}
     for name in rng.sample(names, 12):
-        others = [
+        loads[table.index[name]] = [
             replica(rng.choice(templates), f"nominee-{name}-{j}") for j in range(rng.randint(1, 3))
         ]
-        loads[table.index[name]] = (name, others)
+    rows = np.fromiter(loads, dtype=np.int64, count=len(loads))
     requested = table.requested.copy()
     compared = 0
     for k, template in enumerate(templates):
@@ -87,13 +99,17 @@ def test_nominated_check_at_once_equals_node_by_node(seed: int) -> None:
         state = framework.new_cycle_state()
         framework.run_pre_filter(state, incoming, table.all_nodes())
         assert framework.filters_read_requested_only(state)
-        one = algorithm._nominated_rejections_one_by_one(state, incoming, table, loads)
-        at_once = algorithm._nominated_rejections_at_once(state, incoming, table, loads)
-        assert [(r, s.code, s.reasons, s.plugin) for r, s in at_once] == [
-            (r, s.code, s.reasons, s.plugin) for r, s in one
-        ], template["spec"]
-        compared += len(one)
+        whatif = WhatIfTable(table)
+        at_once = filter_with_nominated(framework, state, incoming, whatif, rows, loads)
+        one = Failures()
+        for i in range(len(rows)):
+            one.update(
+                filter_with_nominated(framework, state, incoming, whatif, rows[i : i + 1], loads)
+            )
+        assert verdicts(at_once) == verdicts(one), template["spec"]
+        compared += len(one.rows())
         assert (table.requested == requested).all()
+        assert (whatif.requested == requested).all(), "the what-if is left as it was given"
     assert compared > 0, "some nominee must have been in the way"
 
 

@@ -23,6 +23,7 @@ import json
 import os
 import secrets
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -35,7 +36,7 @@ from typing import Any, TypeVar
 import yaml
 
 from scheduler.model.quantity import parse_quantity
-from scheduler.tools.controlplane import ControlPlane
+from scheduler.tools.controlplane import ADMIN, ControlPlane
 from tests.deploy.conftest import (
     BASE,
     DEPLOY,
@@ -131,6 +132,8 @@ class Container:
     docker: Docker
     name: str
     port: int
+    #: A token allowed to read /metrics (the secure port reviews it in-cluster).
+    metrics_token: str
 
     def inspect(self) -> dict[str, Any]:
         data: list[dict[str, Any]] = json.loads(self.docker.run("inspect", self.name))
@@ -140,9 +143,17 @@ class Container:
         result = self.docker.engine.run("logs", self.name, check=False)
         return result.stdout + result.stderr
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """GET ``path`` over HTTPS (the self-signed certificate of its start, not verified)."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}")
+        token = self.metrics_token if token is None else token
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as reply:
+            with urllib.request.urlopen(request, timeout=5, context=context) as reply:
                 return reply.status, reply.read().decode()
         except OSError as error:
             return getattr(error, "code", 0), str(error)
@@ -225,7 +236,7 @@ def run_scheduler(
     ]  # fmt: skip
     docker.containers.append(name)
     docker.run(*options)
-    container = Container(docker, name, port)
+    container = Container(docker, name, port, plane.tokens[ADMIN.name])
     try:
         yield container
     finally:
@@ -420,7 +431,10 @@ def test_container_schedules_and_holds_the_lease_as_the_deployment_runs_it(
             f"docker stats after: {stats}"
         )
         assert memory.peak_kib > 0
-        assert container.get("/readyz")[0] == 200
+        assert container.get("/readyz", token="")[0] == 200
+        # Reviewed in-cluster as the ServiceAccount: anonymous and unknown callers refused.
+        assert container.get("/metrics", token="")[0] == 403
+        assert container.get("/metrics", token="no-such-token")[0] == 401
 
         # `kubectl delete` of the pod: SIGTERM, the lease is released, exit 0.
         docker.run("stop", "--time", "30", container.name)

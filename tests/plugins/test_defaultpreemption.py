@@ -19,17 +19,16 @@ from pydantic import ValidationError
 
 from scheduler.api import Code
 from scheduler.framework.cycle import Algorithm
-from scheduler.framework.waiting import WaitingPodEntry
-from scheduler.plugins.defaultpreemption import (
-    MSG_IN_PROGRESS,
+from scheduler.framework.preemption.candidates import (
     Candidate,
-    DefaultPreemption,
-    DefaultPreemptionArgs,
     DisruptionBudget,
     calculate_num_candidates,
     filter_pods_with_pdb_violation,
     pick_one_node,
 )
+from scheduler.framework.preemption.executor import MSG_IN_PROGRESS
+from scheduler.framework.waiting import WaitingPodEntry
+from scheduler.plugins.defaultpreemption import DefaultPreemption, DefaultPreemptionArgs
 from scheduler.state.pod import PodInfo
 from tests.plugins.preemption_kit import (
     HIGH,
@@ -581,7 +580,7 @@ def test_dry_run_preemption(
     )
     plugin = cluster.plugin
     plugin.offset_rand = offsets(*offset_seq)
-    budgets = plugin.disruption_budgets()
+    budgets = plugin.evaluator.disruption_budgets()
     rows = cluster.table.rows()
     for cycle, raw in enumerate(preemptors):
         preemptor = cluster.pod(raw)
@@ -589,8 +588,8 @@ def test_dry_run_preemption(
         before_calls = cluster.counter.calls
         before = snapshot(cluster.table)
         offset, num = plugin.get_offset_and_num_candidates(len(rows))
-        candidates, _, errors = plugin.dry_run_preemption(
-            state, preemptor, rows, budgets, offset, num, plugin.clock_ns()
+        candidates, _, errors = plugin.evaluator.dry_run_preemption(
+            state, preemptor, rows, budgets, offset, num, plugin.evaluator.clock_ns()
         )
         assert not errors
         got = {
@@ -756,9 +755,11 @@ def test_select_best_candidate(
     preemptor = cluster.pod(pod)
     state = cluster.pre_filter(preemptor)
     rows = cluster.table.rows()
-    now = plugin.clock_ns()
+    now = plugin.evaluator.clock_ns()
     offset, num = plugin.get_offset_and_num_candidates(len(rows))
-    candidates, _, _ = plugin.dry_run_preemption(state, preemptor, rows, [], offset, num, now)
+    candidates, _, _ = plugin.evaluator.dry_run_preemption(
+        state, preemptor, rows, [], offset, num, now
+    )
     assert candidates
     assert plugin.select_candidate(candidates, now).node in expected
 
@@ -852,7 +853,7 @@ def test_preemption_policy_never_explains_itself() -> None:
     assert result.status.code is U
     assert result.status.message() == "preemption: not eligible due to preemptionPolicy=Never."
     assert result.nominated_node_name is None
-    assert not cluster.plugin.background_tasks
+    assert not cluster.plugin.executor.background_tasks
 
 
 # -- TestPreempt: the whole cycle, then the evictions ------------------------------------
@@ -950,11 +951,11 @@ async def test_preempt_deletes_the_victims(
     preemptor, result = schedule_and_preempt(cluster, pod)
     assert result.nominated_node_name == want_node
     assert result.status.is_success() is (want_node is not None)
-    tasks = cluster.plugin.background_tasks
+    tasks = cluster.plugin.executor.background_tasks
     if want_node is not None:
-        assert cluster.plugin.is_preempting(preemptor.uid)
+        assert cluster.plugin.executor.is_preempting(preemptor.uid)
     await _settle(tasks)
-    assert not cluster.plugin.is_preempting(preemptor.uid)
+    assert not cluster.plugin.executor.is_preempting(preemptor.uid)
     options = {"kind": "DeleteOptions", "apiVersion": "v1"}
     assert sorted(deletes(cluster.client)) == [
         (f"/api/v1/namespaces/default/pods/{v}", {**options, "preconditions": {"uid": v}})
@@ -988,7 +989,7 @@ async def test_eviction_marks_the_victim_then_deletes_it_and_unnominates_lower_p
     assert result.nominated_node_name == "node1"
     # Nominated by the time the eviction runs (it would have blocked the dry run).
     nominate("high-nominee", VERY_HIGH)
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
 
     requests = client.requests
     # Nominations come from the queue: no pod listing per preemption.
@@ -1036,7 +1037,7 @@ async def test_a_victim_already_gone_is_no_failure() -> None:
     )
     _, result = schedule_and_preempt(cluster, kpod("p", priority=HIGH))
     assert result.nominated_node_name == "node1"
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
     assert not [e for e in cluster.events if e[2] == "Preempted"]
     assert cluster.activated == []
 
@@ -1049,7 +1050,7 @@ async def test_failed_eviction_retries_the_preemptor() -> None:
     )
     _, result = schedule_and_preempt(cluster, kpod("p", priority=HIGH))
     assert result.status.is_success()
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
     assert cluster.activated == ["default/p"]
 
 
@@ -1063,7 +1064,7 @@ async def test_no_second_preemption_while_the_first_is_in_flight() -> None:
     _, second = schedule_and_preempt(cluster, kpod("p", priority=HIGH))
     assert second.status.code is U
     assert second.status.message() == "preemption: " + MSG_IN_PROGRESS
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
     assert len(deletes(cluster.client)) == 1
 
 
@@ -1074,7 +1075,7 @@ async def test_a_waiting_pod_is_rejected_instead_of_deleted() -> None:
     cluster.handle.waiting_pods.add(entry)
     _, result = schedule_and_preempt(cluster, kpod("p", priority=HIGH))
     assert result.nominated_node_name == "node1"
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
     status = await entry.wait()
     assert status.code is U
     assert "preempted" in status.message()
@@ -1089,7 +1090,7 @@ async def test_no_candidate_clears_the_pods_own_nomination() -> None:
     assert result.status.message() == (
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )
-    await _settle(cluster.plugin.background_tasks)
+    await _settle(cluster.plugin.executor.background_tasks)
     assert [(r["method"], r["path"], r["body"]) for r in cluster.client.requests] == [
         (
             "PATCH",
@@ -1103,7 +1104,7 @@ def test_without_an_event_loop_the_nomination_is_still_returned() -> None:
     cluster = build_cluster([knode("node1", ONE_POD)], [kpod("victim", node="node1", priority=LOW)])
     _, result = schedule_and_preempt(cluster, kpod("p", priority=HIGH))
     assert result.nominated_node_name == "node1"
-    assert not cluster.plugin.background_tasks
+    assert not cluster.plugin.executor.background_tasks
     assert cluster.client.requests == []
 
 
@@ -1207,7 +1208,7 @@ async def test_evictions_are_accepted_by_the_api_server(kube_backend: Any, names
         cluster.nominator.nominate(PodInfo.from_dict(nominee), "node1")  # as the queue knows it
         _, result = schedule_and_preempt(cluster, kpod("p", priority=HIGH, namespace=namespace))
         assert result.nominated_node_name == "node1"
-        await _settle(cluster.plugin.background_tasks)
+        await _settle(cluster.plugin.executor.background_tasks)
         assert cluster.activated == []
 
         listing = await client.request("GET", base)
@@ -1234,5 +1235,5 @@ def test_the_pdb_store_is_requested_when_the_plugin_is_built() -> None:
 
     plugin = DefaultPreemption(None, FrameworkHandle("p", NodeTable(), store_provider=provider))
     assert asked == [("policy", "v1", "poddisruptionbudgets")]
-    (budget,) = plugin.disruption_budgets()
+    (budget,) = plugin.evaluator.disruption_budgets()
     assert budget.disruptions_allowed == 3

@@ -16,7 +16,8 @@ import pytest
 
 from scheduler.api import Code, CycleState, Status, hookimpl
 from scheduler.framework.handle import FrameworkHandle
-from scheduler.plugins.defaultpreemption import Candidate, DefaultPreemption
+from scheduler.framework.preemption import Candidate, Evaluator
+from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 from tests.plugins.preemption_kit import (
@@ -63,7 +64,7 @@ class LabelFilter:
 
 def allow_batching(cluster: Cluster, on: bool = True) -> None:
     """Turn the batched evaluation on; the kit's counting filter takes part (it is node-local)."""
-    cluster.plugin.batching = on
+    cluster.plugin.evaluator.dry_run.batching = on
     cluster.counter.pods_via_requested = on
 
 
@@ -80,11 +81,11 @@ def dry_run(
     rows = cluster.table.rows()
     before = snapshot(cluster.table)
     requested = cluster.table.requested.copy()
-    candidates, statuses, errors = plugin.dry_run_preemption(
+    candidates, statuses, errors = plugin.evaluator.dry_run_preemption(
         state,
         preemptor,
         rows,
-        plugin.disruption_budgets(),
+        plugin.evaluator.disruption_budgets(),
         offset % max(len(rows), 1),
         len(rows) if num is None else num,
         now_ns,
@@ -231,8 +232,8 @@ def test_handles_without_nominations_still_work() -> None:
         table = NodeTable()
 
     plugin = DefaultPreemption.__new__(DefaultPreemption)
-    plugin.handle = Bare()  # type: ignore[assignment]
-    assert plugin.nominated_by_node(PodInfo.from_dict(kpod("p"))) == {}
+    evaluator = Evaluator("DefaultPreemption", Bare(), plugin)  # type: ignore[arg-type]
+    assert evaluator.nominated_by_node(PodInfo.from_dict(kpod("p"))) == {}
 
 
 # -- when batching applies -------------------------------------------------------------------
@@ -242,11 +243,15 @@ def test_batching_needs_node_local_filters_and_no_extensions() -> None:
     cluster = two_full_nodes()
     plugin = cluster.plugin
     plain = cluster.pre_filter(cluster.pod(kpod("p", priority=HIGH, req=CPU2)))
-    assert not plugin.batchable(plain), "the kit's counting filter is not known to be node-local"
+    assert not plugin.evaluator.dry_run.chunked(plain), (
+        "the kit's counting filter is not known to be node-local"
+    )
     allow_batching(cluster)
-    assert plugin.batchable(plain)
+    assert plugin.evaluator.dry_run.chunked(plain)
     spread = kpod("s", priority=HIGH, labels={"foo": ""}, spread=[spread_exists(1, "zone", "foo")])
-    assert not plugin.batchable(cluster.pre_filter(cluster.pod(spread))), "an AddPod extension"
+    assert not plugin.evaluator.dry_run.chunked(cluster.pre_filter(cluster.pod(spread))), (
+        "an AddPod extension"
+    )
 
 
 # -- batched == node by node -------------------------------------------------------------------
@@ -360,7 +365,7 @@ async def test_the_pod_stops_preempting_before_its_last_victim_is_deleted() -> N
         async def request(self, method: str, path: str, **kwargs: Any) -> Any:
             if method == "DELETE":
                 await asyncio.sleep(0)
-                seen.append((path.rsplit("/", 1)[1], cluster.plugin.is_preempting("p")))
+                seen.append((path.rsplit("/", 1)[1], cluster.plugin.executor.is_preempting("p")))
             return await super().request(method, path, **kwargs)
 
     cluster = build_cluster(
@@ -373,12 +378,12 @@ async def test_the_pod_stops_preempting_before_its_last_victim_is_deleted() -> N
     diagnosis = cluster.diagnosis({"node1": Code.UNSCHEDULABLE})
     result = cluster.framework.run_post_filter(state, preemptor, diagnosis)
     assert result.nominated_node_name == "node1"
-    assert cluster.plugin.is_preempting("p")
-    await asyncio.gather(*cluster.plugin.background_tasks)
+    assert cluster.plugin.executor.is_preempting("p")
+    await asyncio.gather(*cluster.plugin.executor.background_tasks)
     # Victims are most important first; the least important one goes last.
     assert sorted(seen[:2]) == [("v0", True), ("v1", True)]
     assert seen[2] == ("v2", False)
-    assert not cluster.plugin.is_preempting("p")
+    assert not cluster.plugin.executor.is_preempting("p")
 
 
 def test_batched_results_follow_changes_to_the_nodes_pods() -> None:
@@ -393,3 +398,64 @@ def test_batched_results_follow_changes_to_the_nodes_pods() -> None:
     cluster.table.remove_pod("default/low2")
     cluster.table.add_pod(cluster.pod(kpod("low3", node="node2", priority=LOW, req=CPU1)))
     assert dry_run(cluster, p)[0] == {"node1": (["low1"], 0), "node2": (["low3"], 0)}
+
+
+# -- what-ifs never touch the live table ------------------------------------------------------
+
+
+class LiveTableWatcher:
+    """A Filter passing every node that records, at each call, what it was shown and
+    whether the live table still reads as before the dry run."""
+
+    pods_via_requested = True
+
+    def __init__(self) -> None:
+        self.live: NodeTable | None = None
+        self.before: Any = None
+        self.before_generation: Any = None
+        self.shown_live = 0
+        self.live_changed = 0
+        self.calls = 0
+
+    @hookimpl
+    def filter(self, state: CycleState, pod: PodInfo, nodes: Any) -> None:
+        if self.live is None:
+            return
+        self.calls += 1
+        self.shown_live += nodes.table is self.live
+        self.live_changed += snapshot(self.live) != self.before
+        self.live_changed += bool((self.live.generation != self.before_generation).any())
+
+
+@pytest.mark.parametrize("batching", [False, True])
+@pytest.mark.parametrize("spread", [False, True])
+def test_the_dry_run_works_on_a_copy_and_never_edits_the_live_table(
+    batching: bool, spread: bool
+) -> None:
+    """Chunked, node by node, and node by node with PreFilter extensions (spread)."""
+    watcher = LiveTableWatcher()
+    cluster = build_cluster(
+        [knode("node1/z1", CPU2), knode("node2/z2", CPU2), knode("node3/z1", CPU2)],
+        [
+            kpod("low1", node="node1", priority=LOW, req=CPU1, start=1, labels={"foo": ""}),
+            kpod("low2", node="node1", priority=LOW, req=CPU1, start=2),
+            kpod("low3", node="node2", priority=LOW, req=CPU2, start=3, labels={"foo": ""}),
+            kpod("mid", node="node3", priority=MID, req=CPU2, start=4),
+        ],
+        extra=[("Watcher", watcher)],
+    )
+    allow_batching(cluster, batching)
+    cluster.nominator.nominate(cluster.pod(kpod("nominee", priority=VERY_HIGH, req=CPU1)), "node3")
+    constraints = [spread_exists(1, "zone", "foo")] if spread else []
+    raw = kpod("p", priority=HIGH, req=CPU2, labels={"foo": ""}, spread=constraints)
+    watcher.live = cluster.table
+    watcher.before = snapshot(cluster.table)
+    watcher.before_generation = cluster.table.generation.copy()
+    order_before = [list(p) for p in cluster.table.pods]
+    candidates, statuses, errors = dry_run(cluster, raw)
+    assert errors == []
+    assert sorted(candidates) == ["node1", "node2"], statuses
+    assert watcher.calls > 0
+    assert watcher.shown_live == 0, "Filter saw the live table in a what-if"
+    assert watcher.live_changed == 0, "the live table changed during the dry run"
+    assert [list(p) for p in cluster.table.pods] == order_before, "pod order kept"

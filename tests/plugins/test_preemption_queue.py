@@ -22,7 +22,8 @@ from scheduler.engine.queue import (
     UNSCHEDULABLE_MAX_STAY,
     SchedulingQueue,
 )
-from scheduler.plugins.defaultpreemption import MSG_IN_PROGRESS, Candidate
+from scheduler.framework.preemption import Candidate
+from scheduler.framework.preemption.executor import MSG_IN_PROGRESS
 from scheduler.state.pod import PodInfo
 from tests.engine.helpers import FakeClock, make_queue, pod
 from tests.plugins.preemption_kit import HIGH, build_cluster, knode, kpod
@@ -103,7 +104,7 @@ def test_the_plugin_gates_only_while_preempting() -> None:
     plugin = cluster.plugin
     p: Any = cluster.pod(kpod("p", priority=HIGH))
     assert plugin.pre_enqueue(p) is None
-    plugin._preempting.add(p.uid)
+    plugin.executor._preempting.add(p.uid)
     status = plugin.pre_enqueue(p)
     assert status is not None
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -146,10 +147,10 @@ async def test_with_every_victim_already_terminating_the_pod_is_not_held() -> No
     raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     victim = PodInfo.from_dict(raw)
     assert victim.deleting
-    plugin.prepare_candidate(Candidate("node1", (victim,), 0), p)
-    assert not plugin.is_preempting(p.uid)
+    plugin.executor.prepare_candidate(Candidate("node1", (victim,), 0), p)
+    assert not plugin.executor.is_preempting(p.uid)
     assert plugin.pre_enqueue(p) is None
-    await asyncio.gather(*plugin.background_tasks)
+    await asyncio.gather(*plugin.executor.background_tasks)
 
 
 def _held_cluster() -> tuple[Any, Any, PodInfo]:
@@ -163,7 +164,7 @@ async def test_the_pod_is_held_until_its_last_victim_is_gone_from_the_cache() ->
     """Earlier victims' deletion events must not retry it while the room is not free."""
     cluster, p, victim = _held_cluster()
     plugin = cluster.plugin
-    plugin._await_last_victim(p, victim)
+    plugin.executor._await_last_victim(p, victim)
     status = plugin.pre_enqueue(p)
     assert status is not None and status.message() == MSG_IN_PROGRESS
     cluster.table.remove_pod("default/v")
@@ -174,7 +175,7 @@ async def test_the_pod_is_held_until_its_last_victim_is_gone_from_the_cache() ->
 async def test_another_pod_under_the_victims_name_does_not_hold_the_pod() -> None:
     cluster, p, victim = _held_cluster()
     plugin = cluster.plugin
-    plugin._await_last_victim(p, victim)
+    plugin.executor._await_last_victim(p, victim)
     cluster.table.remove_pod("default/v")
     raw = kpod("v", node="node1")
     raw["metadata"]["uid"] = "someone-else"  # deleted and made again under the same name
@@ -186,8 +187,8 @@ async def test_the_hold_is_bounded_and_then_the_pod_is_retried() -> None:
     """A victim that takes long to go (a long grace period) does not strand the pod."""
     cluster, p, victim = _held_cluster()
     plugin = cluster.plugin
-    plugin.last_victim_hold = 0.01
-    plugin._await_last_victim(p, victim)
+    plugin.executor.last_victim_hold = 0.01
+    plugin.executor._await_last_victim(p, victim)
     assert plugin.pre_enqueue(p) is not None
     await asyncio.sleep(0.05)
     assert cluster.activated == ["default/p"]

@@ -205,11 +205,14 @@ HOUSE: dict[str, frozenset[str]] = {
         "distributions": ("errors",),
         "api": ("model",),
         "state": ("api", "model"),
-        "observability": ("api", "errors"),
-        "config": ("observability", "model", "errors", "distributions"),
-        # In-tree plugins: the plugin API (state only for those still on API 1.x).
-        "plugins": ("api", "model", "state", "errors"),
+        # Serving /metrics reviews tokens through the API (TokenReview).
+        "observability": ("api", "kube", "model", "errors"),
+        "config": ("observability", "kube", "model", "errors", "distributions"),
         "framework": ("api", "state", "config", "observability", "model", "errors"),
+        # In-tree plugins: the plugin API, and the framework's own helpers as kube's
+        # plugins use its framework package (preemption's evaluator); state only
+        # for those still on API 1.x. Third-party plugins: see the contrib test.
+        "plugins": ("framework", "api", "model", "state", "config", "observability", "errors"),
         "engine": ("framework", "api", "state", "config", "observability", "model", "errors"),
         "kube": ("model", "errors"),
         "daemon": (

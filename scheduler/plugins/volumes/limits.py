@@ -52,7 +52,7 @@ from scheduler.plugins.volumes.objects import (
     name,
     spec,
 )
-from scheduler.state.nodetable import NodeSet
+from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 
 NAME = "NodeVolumeLimits"
@@ -146,9 +146,11 @@ class _LimitsView:
         self.attached[row] = None
         self.generation[row] = -1
 
-    def refresh(self, plugin: NodeVolumeLimits, rows: npt.NDArray[np.int64]) -> _LimitsView:
+    def refresh(self, plugin: NodeVolumeLimits, nodes: NodeSet) -> _LimitsView:
+        """Up to date for ``nodes``, whose table may be a what-if copy (pods counted there)."""
         handle = plugin.handle
-        table = handle.table
+        table = nodes.table
+        rows = nodes.rows
         self._resize(table.capacity)
         store = handle.store(*CSI_NODES)
         revision = store.revision()
@@ -176,7 +178,7 @@ class _LimitsView:
         stale = candidates[self.generation[candidates] != table.generation[candidates]]
         for row in stale.tolist():
             self._forget(row)
-            attached = plugin._attached_by_pods(row, self.csinodes[int(self.csinode[row])])
+            attached = plugin._attached_by_pods(table, row, self.csinodes[int(self.csinode[row])])
             self.attached[row] = attached
             for unique, driver in attached.items():
                 self.holders.setdefault(unique, set()).add(row)
@@ -268,9 +270,9 @@ class NodeVolumeLimits(Plugin):
                     out[f"{plugin.driver}/{disk}"] = plugin.driver
         return out
 
-    def _attached_by_pods(self, row: int, csinode: Obj) -> Volumes:
+    def _attached_by_pods(self, table: NodeTable, row: int, csinode: Obj) -> Volumes:
         attached: Volumes = {}
-        for other in self.handle.table.pods[row].values():
+        for other in table.pods[row].values():
             if other.pvc_names or other.raw.get("spec", {}).get("volumes"):
                 try:
                     attached.update(self._volumes(other, csinode, new_pod=False))
@@ -310,7 +312,7 @@ class NodeVolumeLimits(Plugin):
             self._volumes(pod, None, new_pod=True)
         except _LookupError:
             return None
-        if not self._view.refresh(self, nodes.rows).limits:
+        if not self._view.refresh(self, nodes).limits:
             return Status.skip()
         return None
 
@@ -323,7 +325,7 @@ class NodeVolumeLimits(Plugin):
             self._volumes(pod, None, new_pod=True)  # kube looks the claims up first
         except _LookupError as err:
             return Status.unresolvable(str(err)) if err.not_found else Status.error_status(str(err))
-        view = self._view.refresh(self, nodes.rows)
+        view = self._view.refresh(self, nodes)
         if not view.limits:
             return result  # no node reports a limit
         rows = nodes.rows

@@ -1,0 +1,193 @@
+"""The preemption evaluator: kube's ``preemption.Evaluator`` (``Preempt``).
+
+A PostFilter plugin that preempts (DefaultPreemption) owns one and decides
+only what kube leaves to its ``preemption.Interface``: who may preempt, how
+many candidates to look for from where, and which candidate wins. The
+evaluator does the rest, the same for every such plugin:
+
+1. **Candidates.** Only nodes the Filter plugins rejected as Unschedulable
+   (not UnschedulableAndUnresolvable) are tried (kube's
+   ``nodesWherePreemptionMightHelp``).
+2. **Dry run** (:mod:`.dryrun`): the victims each node would need, on a
+   what-if copy of the table, until enough candidates are found.
+3. **Choice** by the plugin, then **action** by the :class:`.Executor`: the
+   victims are evicted in the background and the framework nominates the
+   pod to the node from the returned result.
+
+When no candidate exists, the status explains why per node, in kube's words
+("0/N nodes are available: ..."), and a pod's stale nomination is cleared.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.handle import Handle, ObjectStore
+from scheduler.api.results import Diagnosis
+from scheduler.api.status import Code, Status
+from scheduler.framework.nominated import nominated_rows
+from scheduler.framework.preemption.candidates import (
+    Candidate,
+    DisruptionBudget,
+    fit_error_message,
+)
+from scheduler.framework.preemption.dryrun import DryRun, DryRunResult
+from scheduler.framework.preemption.executor import MSG_IN_PROGRESS, Executor
+from scheduler.state.nodetable import NodeTable
+from scheduler.state.pod import PodInfo
+
+PDB_RESOURCE = ("policy", "v1", "poddisruptionbudgets")
+
+IntArray = npt.NDArray[np.int64]
+
+
+class Interface(Protocol):
+    """What a preempting plugin decides (kube's ``preemption.Interface``)."""
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """Where in the potential nodes the dry run starts, and how many candidates it wants."""
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[bool, str]:
+        """Whether ``pod`` may preempt at all, and why not."""
+
+    def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
+        """The candidate whose victims go."""
+
+
+class Evaluator:
+    """Preempts for one plugin: ``preempt`` is kube's ``Evaluator.Preempt``."""
+
+    def __init__(self, plugin_name: str, handle: Handle, interface: Interface) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.interface = interface
+        #: Clock for pods without a start time (they count as started now).
+        self.clock_ns: Callable[[], int] = time.time_ns
+        self.executor = Executor(plugin_name, handle, lambda: self.clock_ns())
+        self.dry_run = DryRun(handle)
+        # Ask for the PDB store now, not at the first preemption: the daemon
+        # starts (and waits for) the informers of stores requested before it
+        # runs. Handles without stores (minimal test fakes) get it lazily.
+        self._pdb_store: ObjectStore | None = None
+        if callable(getattr(handle, "store", None)):
+            self._pdb_store = handle.store(*PDB_RESOURCE)
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[str | None, Status]:
+        """The node to nominate ``pod`` to (or None) and the status."""
+        if self.executor.is_preempting(pod.uid or pod.key):
+            return None, Status.unschedulable(MSG_IN_PROGRESS)
+        eligible, why = self.interface.pod_eligible_to_preempt_others(pod, diagnosis)
+        if not eligible:
+            return None, Status.unschedulable(why)
+        total = len(self.handle.table)
+        if total == 0:
+            return None, Status.error_status("no nodes available")
+        now_ns = self.clock_ns()
+        rows = self.potential_rows(diagnosis)
+        result = DryRunResult([], {}, [])
+        if len(rows):
+            offset, num_candidates = self.interface.get_offset_and_num_candidates(len(rows))
+            result = self.dry_run_preemption(
+                state, pod, rows, self.disruption_budgets(), offset, num_candidates, now_ns
+            )
+        candidates, statuses, errors = result
+        if errors and not candidates:
+            return None, _aggregate(errors)
+        if not candidates:
+            if pod.nominated_node_name:
+                self.executor.clear_nomination(pod)
+            return None, Status.unschedulable(fit_error_message(total, statuses))
+        best = self.interface.select_candidate(candidates, now_ns)
+        self.executor.prepare_candidate(best, pod)
+        return best.node, Status.success()
+
+    # -- where preemption might help -----------------------------------------------------
+
+    @staticmethod
+    def _absent_code(diagnosis: Diagnosis) -> Code:
+        """The code of nodes the diagnosis has no verdict for.
+
+        A PreFilter rejection leaves no per-node verdicts: kube gives its code
+        to every node. Otherwise an absent node is one preemption cannot help
+        (kube's default).
+        """
+        if not diagnosis.rejections and diagnosis.pre_filter_message:
+            return diagnosis.pre_filter_code or Code.UNSCHEDULABLE
+        return Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+    def node_code(self, diagnosis: Diagnosis, node_name: str) -> Code:
+        """The Filter verdict's code for one node (absent nodes as kube treats them)."""
+        row = self.handle.table.row_of(node_name)
+        if row is not None:
+            for rejection in diagnosis.rejections:
+                hits = np.flatnonzero(rejection.rows == row)
+                if len(hits):
+                    return Code(int(rejection.codes[hits[0]]))
+        return self._absent_code(diagnosis)
+
+    def potential_rows(self, diagnosis: Diagnosis) -> IntArray:
+        """NodeTable rows rejected only as Unschedulable, in row order."""
+        table: NodeTable = self.handle.table
+        if self._absent_code(diagnosis) is Code.UNSCHEDULABLE:
+            return table.rows()
+        rows = np.unique(diagnosis.resolvable_rows()).astype(np.int64)
+        rows = rows[rows < table.size]
+        return rows[table.alive[rows]]
+
+    # -- what the dry run reads ------------------------------------------------------------
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        if self._pdb_store is None:
+            self._pdb_store = self.handle.store(*PDB_RESOURCE)
+        return [DisruptionBudget.from_dict(o) for o in self._pdb_store.list(None)]
+
+    def nominated_by_node(self, pod: PodInfo) -> dict[str, list[PodInfo]]:
+        """The pods nominated to each node whose room ``pod`` must leave alone
+        (see :func:`.nominated.nominated_rows`); none where the handle keeps no queue."""
+        source = getattr(self.handle, "nominated_pods", None)
+        if not callable(source):
+            return {}
+        table = self.handle.table
+        nominations = cast("Mapping[str, Sequence[PodInfo]]", source())
+        return {table.names[r]: pods for r, pods in nominated_rows(table, nominations, pod).items()}
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        rows: IntArray,
+        budgets: Sequence[DisruptionBudget],
+        offset: int,
+        num_candidates: int,
+        now_ns: int,
+        nominated: Mapping[str, Sequence[PodInfo]] | None = None,
+    ) -> DryRunResult:
+        """kube's ``DryRunPreemption`` (see :class:`.DryRun`); ``nominated`` defaults
+        to :meth:`nominated_by_node`."""
+        if nominated is None:
+            nominated = self.nominated_by_node(pod)
+        table = self.handle.table
+        by_row = {
+            row: list(pods)
+            for name, pods in nominated.items()
+            if (row := table.row_of(name)) is not None and pods
+        }
+        return self.dry_run.run(state, pod, rows, budgets, offset, num_candidates, now_ns, by_row)
+
+
+def _aggregate(errors: Sequence[Status]) -> Status:
+    """One Error status for several (Go's ``utilerrors.NewAggregate`` rendering)."""
+    if len(errors) == 1:
+        return errors[0]
+    messages = [e.message() for e in errors]
+    return Status(Code.ERROR, (f"[{', '.join(messages)}]",), None, errors[0].error)
