@@ -1,4 +1,11 @@
-"""Options and loading steps shared by the commands that run the scheduler."""
+"""Options and loading steps shared by the commands that run the scheduler.
+
+Like every ``*_cmd`` module it imports nothing heavy at module level: the
+CLI builds every command's parser on each start, so whatever these modules
+import, ``--help`` and ``config validate`` pay for too. Each command imports
+what it runs (the config models, the engine, the client, the emulator) in
+its own function.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +14,10 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scheduler.config import load_config
-from scheduler.config.loading import DEFAULT_CONFIG
-from scheduler.config.models import SchedulerConfiguration
-from scheduler.observability.logging import configure_logging
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +38,17 @@ def add_logging_options(parser: argparse.ArgumentParser, default_format: str = "
 
 
 def load_config_option(args: argparse.Namespace) -> SchedulerConfiguration:
+    from scheduler.config import load_config
+    from scheduler.config.loading import DEFAULT_CONFIG
+
     if getattr(args, "config", None):
         return load_config(Path(args.config))
     return load_config(DEFAULT_CONFIG)
 
 
 def setup_logging(args: argparse.Namespace) -> None:
+    from scheduler.observability.logging import configure_logging
+
     configure_logging(args.log_format, args.verbose)
 
 

@@ -13,18 +13,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from scheduler.config import (
-    ExtensionPoint,
-    PluginCatalogView,
-    ResolvedProfile,
-    default_config_document,
-    load_config,
-    resolve_profiles,
-)
 from scheduler.errors import UserError
+
+if TYPE_CHECKING:
+    from scheduler.config import PluginCatalogView, ResolvedProfile
 
 __all__ = ["discover_catalog", "register", "validate_file"]
 
@@ -42,6 +36,8 @@ def discover_catalog() -> PluginCatalogView:
 
 def validate_file(path: Path, catalog: PluginCatalogView) -> list[ResolvedProfile]:
     """Load ``path`` and resolve its profiles; ``UserError`` names the file and every problem."""
+    from scheduler.config import load_config, resolve_profiles
+
     config = load_config(path)
     try:
         return resolve_profiles(config, catalog)
@@ -50,6 +46,8 @@ def validate_file(path: Path, catalog: PluginCatalogView) -> list[ResolvedProfil
 
 
 def _summary(profile: ResolvedProfile) -> str:
+    from scheduler.config import ExtensionPoint
+
     queue_sort = ", ".join(profile.names_at(ExtensionPoint.QUEUE_SORT))
     return (
         f"  profile {profile.scheduler_name!r}: {len(profile.enabled_plugins)} plugins, "
@@ -67,6 +65,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_defaults(args: argparse.Namespace) -> int:
+    import yaml
+
+    from scheduler.config import default_config_document
+
     document = default_config_document(discover_catalog())
     if args.output == "json":
         json.dump(document, sys.stdout, indent=2)

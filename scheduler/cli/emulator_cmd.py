@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -36,8 +36,10 @@ def register(subparsers: Any) -> None:
         "--kubeconfig-out",
         metavar="FILE",
         type=Path,
-        default=Path("emulator.kubeconfig"),
-        help="where to write the kubeconfig (default: ./emulator.kubeconfig)",
+        default=None,
+        help="where to write the kubeconfig, kept after exit (default: "
+        "$XDG_STATE_HOME/pluggable-scheduler/emulator-PORT.kubeconfig, i.e. under "
+        "~/.local/state, removed on exit)",
     )
     parser.add_argument(
         "--fake-kubelet",
@@ -60,6 +62,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from scheduler.simulation.emulator import EmulatorServer
     from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
@@ -77,30 +81,53 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(server, args.kubeconfig_out))
 
 
-async def _serve(server: Any, kubeconfig_out: Path) -> int:
+def state_dir() -> Path:
+    """This user's state directory for the command (XDG base directories)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pluggable-scheduler"
+
+
+async def _serve(server: Any, kubeconfig_out: Path | None) -> int:
+    """Serve until SIGINT/SIGTERM.
+
+    Without ``--kubeconfig-out`` the kubeconfig goes to the user's state
+    directory, one file per port so that several emulators can run, and is
+    removed on exit: it points at a port nothing serves any more, and the
+    current directory (often a checkout) stays clean.
+    """
+    import asyncio
+
     try:
         await server.start()
     except OSError as exc:
         raise UserError(
             f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc}"
         ) from exc
+    # Handlers first: whoever reads the lines below may signal at once, and
+    # the kubeconfig must still be cleaned up then.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    target = kubeconfig_out or state_dir() / f"emulator-{server.port}.kubeconfig"
+    written: Path | None = None
     try:
         try:
-            path = server.write_kubeconfig(kubeconfig_out)
+            written = path = server.write_kubeconfig(target)
         except OSError as exc:
             raise UserError(
-                f"cannot write kubeconfig {kubeconfig_out}: {exc.strerror or exc}"
+                f"cannot write kubeconfig {target}: {exc.strerror or exc}"
+                + ("" if kubeconfig_out else " (choose another place with --kubeconfig-out)")
             ) from exc
         print(f"Kubernetes API emulator serving at {server.url}", flush=True)
-        print(f"kubeconfig written to {path.resolve()}", flush=True)
-        print(f"try: kubectl --kubeconfig {path} get nodes,pods -A", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
+        kept = "" if kubeconfig_out else " (removed on exit)"
+        print(f"kubeconfig written to {path.resolve()}{kept}", flush=True)
+        print(f"try: kubectl --kubeconfig {path} get nodes,pods -A -o wide", flush=True)
         await stop.wait()
         print("stopping", file=sys.stderr, flush=True)
     finally:
         await server.stop()
+        if written is not None and kubeconfig_out is None:
+            written.unlink(missing_ok=True)
     return 0

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler.cli.common import add_config_option, load_config_option, print_result
-from scheduler.config.yamlfiles import load_yaml_documents, read_text
-from scheduler.framework.explain import TIE_NOTE, Explanation, NodeReport, explain, parse_pod_text
-from scheduler.framework.loader import PluginCatalog
-from scheduler.observability.logging import QUIET, configure_logging
-from scheduler.simulation.emulator.clusterfile import load_cluster_file
+
+if TYPE_CHECKING:
+    from scheduler.framework.explain import Explanation, NodeReport
 
 MAX_WIDTH = 120  # above this the score columns use abbreviated plugin names
 MAX_LISTED = 8  # node names listed per rejection group before "and N more"
@@ -19,6 +18,9 @@ MAX_TIMED = 8  # plugins listed under "Time per plugin", slowest first
 
 
 def load_pod_file(path: str | Path) -> dict[str, object]:
+    from scheduler.config.yamlfiles import load_yaml_documents, read_text
+    from scheduler.framework.explain import parse_pod_text
+
     file = Path(path)
     text = read_text(file, "pod file")
     # parse_pod_text's plain safe_load recurses once per nesting level: check
@@ -158,6 +160,8 @@ def _ignored(result: Explanation) -> list[str]:
 
 
 def render_text(result: Explanation) -> str:
+    from scheduler.framework.explain import TIE_NOTE
+
     lines = [
         f"Pod {result.pod}, profile {result.profile}: {result.total_nodes} nodes, "
         f"{result.evaluated_nodes} evaluated, {result.feasible_nodes} feasible"
@@ -197,6 +201,11 @@ def render_text(result: Explanation) -> str:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    from scheduler.framework.explain import explain
+    from scheduler.framework.loader import PluginCatalog
+    from scheduler.observability.logging import QUIET, configure_logging
+    from scheduler.simulation.emulator.clusterfile import load_cluster_file
+
     configure_logging("text", QUIET)
     objects = load_cluster_file(Path(args.cluster))
     pod = load_pod_file(args.pod)

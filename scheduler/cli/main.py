@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -63,7 +64,37 @@ def _add_debug_everywhere(subparsers: argparse._SubParsersAction[argparse.Argume
                 _add_debug_everywhere(action)
 
 
+# A reader that went away (`config defaults | head -1`): exit as a program
+# killed by SIGPIPE would, 128 + 13, quietly.
+BROKEN_PIPE_EXIT = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: what is still buffered may hit a closed pipe
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE_EXIT
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+
+    (Python's own advice for SIGPIPE: without it, shutdown prints
+    "Exception ignored ... BrokenPipeError".)
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a real file (captured in tests): nothing left to flush
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
@@ -79,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: not an error of ours (see main)
     except Exception as err:
         # A bug (ours or a plugin's at start-up): still one line, with the
         # exception type and text, so the log says what happened; the

@@ -17,20 +17,14 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler import __version__
-from scheduler.config import load_config
-from scheduler.config.defaults import KUBE_PLUGINS, KUBE_VERSION
-from scheduler.config.models import Plugins, SchedulerConfiguration
-from scheduler.distributions import (
-    CORE_DISTRIBUTION,
-    DEFAULT_INDEX_URL,
-    KNOWN_DISTRIBUTIONS,
-    conventional_distribution,
-    find_on_index,
-)
 from scheduler.errors import UserError
-from scheduler.framework.loader import PluginCatalog
+
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
+    from scheduler.framework.loader import PluginCatalog
 
 
 @dataclass
@@ -58,6 +52,8 @@ def referenced_plugins(config: SchedulerConfiguration) -> dict[str, str]:
     plugins our ``pluggableScheduler`` blocks configure; ``disabled`` names
     need nothing installed.
     """
+    from scheduler.config.models import Plugins
+
     found: dict[str, str] = {}
     for name in config.pluggable_scheduler.timeouts.plugins:
         found.setdefault(name, f"pluggableScheduler.timeouts.plugins.{name}")
@@ -83,6 +79,13 @@ def resolve_needs(
     config: SchedulerConfiguration, catalog: PluginCatalog, index_url: str | None
 ) -> list[Need]:
     """Where each referenced plugin comes from; ``index_url`` None: installed and known only."""
+    from scheduler.config.defaults import KUBE_PLUGINS, KUBE_VERSION
+    from scheduler.distributions import (
+        KNOWN_DISTRIBUTIONS,
+        conventional_distribution,
+        find_on_index,
+    )
+
     needs = []
     installed = set(catalog.names())
     for plugin, where in referenced_plugins(config).items():
@@ -130,6 +133,8 @@ def resolve_needs(
 
 def requirements(needs: list[Need]) -> list[str]:
     """pip requirement lines: the scheduler first, then each distribution once, by name."""
+    from scheduler.distributions import CORE_DISTRIBUTION
+
     others = {
         need.requirement
         for need in needs
@@ -151,6 +156,9 @@ def _print_table(needs: list[Need]) -> None:
 
 
 def _cmd_needs(args: argparse.Namespace) -> int:
+    from scheduler.config import load_config
+    from scheduler.framework.loader import PluginCatalog
+
     path = Path(args.config)
     try:
         config = load_config(path)
@@ -158,7 +166,13 @@ def _cmd_needs(args: argparse.Namespace) -> int:
         if str(path) in err.message:
             raise
         raise UserError(f"{path}: {err.message}", details=err.details) from None
-    index_url = None if args.no_index else args.index_url
+    from scheduler.distributions import DEFAULT_INDEX_URL
+
+    index_url = (
+        None
+        if args.no_index
+        else args.index_url or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX_URL
+    )
     needs = resolve_needs(config, PluginCatalog.discover(), index_url)
     lines = requirements(needs)
     if args.output == "json":
@@ -197,9 +211,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("config", metavar="CONFIG", help="KubeSchedulerConfiguration file")
     parser.add_argument(
         "--index-url",
-        default=os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX_URL,
-        help="simple API of the index to look plugins up on (default: $PIP_INDEX_URL, "
-        f"else {DEFAULT_INDEX_URL})",
+        help="simple API of the index to look plugins up on (default: $PIP_INDEX_URL, else PyPI's)",
     )
     parser.add_argument(
         "--no-index", action="store_true", help="installed metadata only; ask no index"

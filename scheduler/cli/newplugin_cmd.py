@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from scheduler.errors import UserError
-from scheduler.framework.loader import PluginCatalog
-from scheduler.tools.scaffold import scaffold, validate_plugin_name
 
 
 def _cmd_new_plugin(args: argparse.Namespace) -> int:
+    from scheduler.framework.loader import PluginCatalog
+    from scheduler.tools.scaffold import scaffold, validate_plugin_name
+
     names = validate_plugin_name(args.name)
     catalog = PluginCatalog.discover()
     if names.plugin in catalog.names():

@@ -13,17 +13,20 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.cli import needs_cmd
-from scheduler.config import load_config, resolve_profiles
-from scheduler.config.models import SchedulerConfiguration
 from scheduler.errors import UserError
-from scheduler.framework.loader import PluginCatalog
+
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
+    from scheduler.framework.loader import PluginCatalog
 
 
 def _enabled_in(config: SchedulerConfiguration, catalog: PluginCatalog) -> dict[str, list[str]]:
     """Plugin name -> schedulerNames of the profiles enabling it (empty if config is broken)."""
+    from scheduler.config import resolve_profiles
+
     try:
         profiles = resolve_profiles(config, catalog)
     except UserError:
@@ -36,6 +39,9 @@ def _enabled_in(config: SchedulerConfiguration, catalog: PluginCatalog) -> dict[
 
 
 def collect(config_path: Path | None = None) -> list[dict[str, Any]]:
+    from scheduler.config import load_config
+    from scheduler.framework.loader import PluginCatalog
+
     catalog = PluginCatalog.discover()
     descriptions = catalog.describe_all()
     config = (

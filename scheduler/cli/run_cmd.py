@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import os
 import socket
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler.cli.common import (
     add_config_option,
@@ -17,11 +17,11 @@ from scheduler.cli.common import (
     setup_logging,
 )
 from scheduler.cli.serving import add_serving_options, address_field, serving_from_args
-from scheduler.config.models import SchedulerConfiguration
-from scheduler.config.yamlfiles import load_yaml_documents, read_text
 from scheduler.errors import UserError
-from scheduler.framework.loader import PluginCatalog
-from scheduler.observability.server import Serving
+
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
+    from scheduler.observability.server import Serving
 
 
 async def run_daemon(
@@ -40,6 +40,7 @@ async def run_daemon(
     from kubernetes_asyncio.config import ConfigException
 
     from scheduler.daemon.daemon import Daemon
+    from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
 
     # The daemon keeps every pod of the cluster: millions of long-lived
@@ -112,6 +113,8 @@ def _check_kubeconfig_file(file: Path, what: str = "kubeconfig") -> None:
     The client's own loader reads it with PyYAML directly: a non-UTF-8 or
     deeply nested file would end in a traceback from inside that library.
     """
+    from scheduler.config.yamlfiles import load_yaml_documents, read_text
+
     documents = [d for d in load_yaml_documents(read_text(file, what), f"{what} {file}") if d]
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise UserError(f"{what} {file} must hold one mapping (apiVersion: v1, kind: Config)")
@@ -148,6 +151,8 @@ def check_listen_address(address: str, field: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
     setup_logging(args)
     config = load_config_option(args)
     serving = serving_from_args(args, config)

@@ -19,18 +19,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scheduler.config.models import SchedulerConfiguration
 from scheduler.errors import UserError
-from scheduler.model.durations import parse_go_duration
-from scheduler.observability.delegated_auth import (
-    DEFAULT_ALWAYS_ALLOW_PATHS,
-    DEFAULT_CACHE_TTL,
-    DelegatedAuthOptions,
-    PathMatcher,
-)
-from scheduler.observability.server import Serving, override_address
+from scheduler.observability.servingdefaults import DEFAULT_ALWAYS_ALLOW_PATHS, DEFAULT_CACHE_TTL
+
+if TYPE_CHECKING:
+    from scheduler.config.models import SchedulerConfiguration
+    from scheduler.observability.server import Serving
 
 __all__ = ["add_serving_options", "address_field", "serving_from_args"]
 
@@ -139,6 +135,8 @@ def add_serving_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _duration(args: argparse.Namespace, dest: str, flag: str) -> float:
+    from scheduler.model.durations import parse_go_duration
+
     text = getattr(args, dest)
     if text is None:
         return DEFAULT_CACHE_TTL
@@ -152,6 +150,8 @@ def _duration(args: argparse.Namespace, dest: str, flag: str) -> float:
 
 
 def _address(args: argparse.Namespace, config: SchedulerConfiguration) -> str:
+    from scheduler.observability.server import override_address
+
     if args.secure_port is not None and not 0 <= args.secure_port <= 65535:
         raise UserError(f"--secure-port: {args.secure_port} is not a port (0-65535)")
     return override_address(
@@ -176,6 +176,8 @@ def serving_from_args(args: argparse.Namespace, config: SchedulerConfiguration) 
     flag that makes no sense with ``--plain-http``, a malformed duration or
     path, a certificate that does not load.
     """
+    from scheduler.observability.delegated_auth import DelegatedAuthOptions, PathMatcher
+    from scheduler.observability.server import Serving
     from scheduler.observability.tls import server_context
 
     if args.plain_http:

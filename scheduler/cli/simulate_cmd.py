@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler.cli.common import add_config_option, load_config_option, print_result
-from scheduler.framework.loader import PluginCatalog
-from scheduler.observability.logging import QUIET, configure_logging
-from scheduler.simulation.emulator.clusterfile import load_cluster_file
-from scheduler.simulation.simulate import SimulationResult, print_progress, simulate
+
+if TYPE_CHECKING:
+    from scheduler.simulation.simulate import SimulationResult
 
 
 def render_text(result: SimulationResult) -> str:
@@ -30,6 +29,13 @@ def render_text(result: SimulationResult) -> str:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from scheduler.framework.loader import PluginCatalog
+    from scheduler.observability.logging import QUIET, configure_logging
+    from scheduler.simulation.emulator.clusterfile import load_cluster_file
+    from scheduler.simulation.simulate import print_progress, simulate
+
     configure_logging("text", args.verbose if args.verbose else QUIET)
     objects = load_cluster_file(Path(args.cluster))
     config = load_config_option(args)

@@ -189,4 +189,6 @@ def load_config(source: Path | str | Mapping[str, Any]) -> SchedulerConfiguratio
         problems.extend(semantic_problems(config))
     if problems:
         raise UserError(f"invalid scheduler configuration in {origin}", details=problems)
+    if not isinstance(source, Mapping):
+        config._source = origin
     return config

@@ -21,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -602,6 +609,16 @@ class SchedulerProfile(_ConfigModel):
 
 class SchedulerConfiguration(_ConfigModel):
     """The whole config file: kube-scheduler's ``KubeSchedulerConfiguration`` plus our block."""
+
+    # The file it was loaded from, so that problems found later (plugin names
+    # and args, checked against the installed plugins) name it too. Private:
+    # neither a config field nor part of model_dump, hence of change detection.
+    _source: str | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this config was loaded from (None for built or default configs)."""
+        return self._source
 
     api_version: Literal["kubescheduler.config.k8s.io/v1"] = Field(
         default=API_VERSION,

@@ -616,8 +616,9 @@ def resolve_profiles(
             _log.warning("configuration entry ignored", detail=warning)
     if resolver.problems:
         count = len(resolver.problems)
+        where = f" in {config.source}" if config.source else ""
         raise UserError(
-            f"invalid scheduler configuration: {count} problem{'s' if count != 1 else ''}",
+            f"invalid scheduler configuration{where}: {count} problem{'s' if count != 1 else ''}",
             details=resolver.problems,
         )
     return resolved

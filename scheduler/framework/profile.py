@@ -152,7 +152,8 @@ def build_profiles(
         for profile in profiles.values():
             profile.framework.retire()
         what = "cannot start" if previous is None else "cannot apply the new config"
-        raise UserError(f"{what}: plugins failed to load", details=problems)
+        source = f" ({config.source})" if config.source else ""
+        raise UserError(f"{what}{source}: plugins failed to load", details=problems)
     if activate:
         for profile in profiles.values():
             profile.activate()

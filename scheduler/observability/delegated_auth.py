@@ -45,6 +45,11 @@ from aiohttp import web
 from scheduler.errors import UserError
 from scheduler.kube.client import KubeClient
 from scheduler.observability.logging import get_logger
+from scheduler.observability.servingdefaults import (
+    DEFAULT_ALWAYS_ALLOW_GROUPS,
+    DEFAULT_ALWAYS_ALLOW_PATHS,
+    DEFAULT_CACHE_TTL,
+)
 
 __all__ = [
     "ANONYMOUS",
@@ -57,10 +62,6 @@ __all__ = [
 
 _log = get_logger("scheduler.observability.delegated_auth")
 
-#: kube's defaults (NewDelegatingAuthorizationOptions).
-DEFAULT_ALWAYS_ALLOW_PATHS: Final = ("/healthz", "/readyz", "/livez")
-DEFAULT_ALWAYS_ALLOW_GROUPS: Final = ("system:masters",)
-DEFAULT_CACHE_TTL: Final = 10.0
 
 #: Where a pod finds its ServiceAccount token: in-cluster config is usable.
 _IN_CLUSTER_TOKEN: Final = "/var/run/secrets/kubernetes.io/serviceaccount/token"

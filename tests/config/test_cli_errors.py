@@ -139,6 +139,34 @@ def test_cluster_file_errors(
     assert one_line(err).startswith("error: " + expected.format(path=path))
 
 
+@pytest.mark.parametrize("command", ["simulate", "explain", "config validate"])
+def test_plugin_problems_name_the_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Problems found against the installed plugins name the file, as schema problems do."""
+    config = write(
+        tmp_path,
+        "bad.yaml",
+        HEADER + "profiles:\n- plugins:\n    filter:\n      enabled: [{name: NoSuchPlugin}]\n",
+    )
+    cluster = write(tmp_path, "cluster.yaml", "apiVersion: v1\nkind: List\nitems: []\n")
+    pod = write(
+        tmp_path,
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
+    )
+    argv = {
+        "simulate": ["simulate", "--cluster", cluster, "--config", config],
+        "explain": ["explain", "--cluster", cluster, "--pod", pod, "--config", config],
+        "config validate": ["config", "validate", config],
+    }[command]
+    code, err = cli(capsys, *argv)
+    assert code == 1
+    first, *details = err.splitlines()
+    assert first.startswith(f"error: invalid scheduler configuration in {config}"), err
+    assert any("profiles[0].plugins.filter.enabled[0].name" in line for line in details), err
+
+
 def test_pod_file_nested_too_deep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "cluster.yaml", "apiVersion: v1\nkind: List\nitems: []\n")
     pod = write(tmp_path, "pod.yaml", DEEP)

@@ -68,21 +68,33 @@ async def raw(
     *,
     body: Any = None,
     data: bytes | None = None,
-    content_type: str = "application/json",
+    content_type: str | None = "application/json",
     params: dict[str, str] | None = None,
+    accept: str = "application/json",
 ) -> tuple[int, Any, dict[str, str]]:
     """One request with full control over body bytes and headers.
 
+    ``content_type=None`` sends no Content-Type header at all.
     Returns (status, parsed JSON body, headers).
     """
     auth, tls = await _connection(api)
-    headers = {"Content-Type": content_type, "Accept": "application/json", **auth}
+    headers = {"Accept": accept, **auth}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
     if body is not None:
         data = json.dumps(body).encode()
     url = api.configuration.host + path
     async with (
         aiohttp.ClientSession() as session,
-        session.request(method, url, data=data, headers=headers, params=params, ssl=tls) as resp,
+        session.request(
+            method,
+            url,
+            data=data,
+            headers=headers,
+            params=params,
+            ssl=tls,
+            skip_auto_headers=() if content_type is not None else ("Content-Type",),
+        ) as resp,
     ):
         text = await resp.text()
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -47,6 +48,36 @@ def test_emulator_command_serves_cluster_and_writes_kubeconfig(tmp_path: Path) -
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
+
+
+def test_emulator_kubeconfig_defaults_to_state_dir_and_goes_on_exit(tmp_path: Path) -> None:
+    """Without --kubeconfig-out nothing lands in the current directory (a checkout, often)."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scheduler", "emulator", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=checkout,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().rsplit(" ", 1)[-1].strip()
+        written = proc.stdout.readline()
+        port = url.rsplit(":", 1)[-1]
+        expected = tmp_path / "state" / "pluggable-scheduler" / f"emulator-{port}.kubeconfig"
+        assert written == f"kubeconfig written to {expected} (removed on exit)\n"
+        server = yaml.safe_load(expected.read_text())["clusters"][0]["cluster"]["server"]
+        assert server == url
+        assert list(checkout.iterdir()) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert not expected.exists()
 
 
 def test_emulator_command_reports_bad_cluster_file(tmp_path: Path) -> None:

@@ -99,3 +99,80 @@ async def test_kubectl_get_apply_watch(
             await watcher.wait()
     finally:
         await core.delete_node(node)
+
+
+async def test_kubectl_wide_columns_and_watch(
+    kube_backend,
+    api_client: client.ApiClient,
+    namespace: str,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """``get pods -o wide`` and ``get pods -w`` show kube's columns (server-side Tables)."""
+    core = client.CoreV1Api(api_client)
+    node = f"wide-{namespace}"
+    await core.create_node({"metadata": {"name": node}})
+    try:
+        await _wide_and_watch(kube_backend.kubeconfig, core, namespace, node, tmp_path)
+    finally:
+        await core.delete_node(node)
+
+
+async def _wide_and_watch(
+    kc: Path, core: client.CoreV1Api, namespace: str, node: str, tmp_path: Path
+) -> None:
+    await core.create_namespaced_pod(namespace, pod("placed", node=node))
+    cache = tmp_path / "cache"
+    got = await asyncio.to_thread(_kubectl, kc, cache, "get", "pods", "-A", "-o", "wide")
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED",
+        "NODE",
+        "READINESS",
+        "GATES",
+    ]
+    row = next(line.split() for line in lines if line.startswith(namespace))
+    assert row[:5] == [namespace, "placed", "0/1", "Pending", "0"]
+    assert row[6:] == ["<none>", node, "<none>", "<none>"]
+
+    got = await asyncio.to_thread(_kubectl, kc, cache, "get", "nodes")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+
+    watcher = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kc),
+        "--cache-dir",
+        str(cache),
+        "get",
+        "pods",
+        "-n",
+        namespace,
+        "--watch",
+        "--request-timeout",
+        "20s",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert watcher.stdout is not None
+    try:
+        async with asyncio.timeout(30):
+            header = (await watcher.stdout.readline()).decode().split()
+            first = (await watcher.stdout.readline()).decode().split()
+            await core.create_namespaced_pod(namespace, pod("later"))
+            later = (await watcher.stdout.readline()).decode().split()
+        assert header == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        assert first[:4] == ["placed", "0/1", "Pending", "0"]
+        assert later[:4] == ["later", "0/1", "Pending", "0"]
+    finally:
+        watcher.kill()
+        await watcher.wait()

@@ -129,6 +129,27 @@ def test_enabling_a_broken_plugin_fails_startup_naming_plugin_and_distribution(
     assert plugin in text and dist in text and expected in text
 
 
+@pytest.mark.parametrize(
+    ("dist", "plugin"),
+    [
+        ("scheduler-plugin-brokenimport", "BrokenImport"),
+        ("scheduler-plugin-oldapi", "OldApi"),
+        ("scheduler-plugin-badhook", "BadHook"),
+    ],
+)
+def test_plugin_load_failure_names_the_config_file(with_dists, tmp_path: Path, dist, plugin):
+    with_dists(dist)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config_enabling(plugin)))
+    with pytest.raises(UserError) as err:
+        build_profiles(
+            load_config(path),
+            PluginCatalog.discover(),
+            lambda name: FrameworkHandle(name, NodeTable()),
+        )
+    assert str(path) in err.value.message and plugin in err.value.render()
+
+
 def test_config_validate_accepts_plugin_args_and_rejects_wrong_types(dist_sites, tmp_path: Path):
     site = [dist_sites["scheduler-plugin-zonegate"]]
     good = tmp_path / "good.json"

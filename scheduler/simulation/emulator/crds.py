@@ -82,7 +82,12 @@ def types_for(crd: Obj) -> list[ResourceType]:
                 custom=True,
                 list_kind=names.get("listKind") or "",
                 return_deleted_object=True,
-                extra={"storage_api_version": storage_api},
+                extra={
+                    "storage_api_version": storage_api,
+                    "printer_columns": version.get("additionalPrinterColumns")
+                    or spec.get("additionalPrinterColumns")
+                    or (),
+                },
             )
         )
     return out

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
 from scheduler.simulation.emulator import schema, statuserrors
-from scheduler.simulation.emulator.http import ResourcePath, decode_body, parse_bool, parse_int
+from scheduler.simulation.emulator.http import (
+    ResourcePath,
+    body_content_type,
+    decode_body,
+    parse_bool,
+    parse_int,
+)
 from scheduler.simulation.emulator.patch import (
     PatchError,
     json_patch,
@@ -24,6 +31,7 @@ from scheduler.simulation.emulator.queryselectors import (
     parse_label_query,
 )
 from scheduler.simulation.emulator.resources import ResourceType
+from scheduler.simulation.emulator.tables import TableEncoder, printer_for, table_version
 from scheduler.simulation.emulator.watch import Entry, Watcher, bookmark_line, event_line
 
 if TYPE_CHECKING:
@@ -46,6 +54,11 @@ MIN_REQUEST_TIMEOUT = 1800.0
 
 def json_response(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, headers={"Content-Type": JSON})
+
+
+def _served(rt: ResourceType, entry: Entry) -> dict[str, Any]:
+    """The object as ``rt``'s API version serves it."""
+    return rt.codec.to_served(entry.obj) if rt.codec else entry.obj
 
 
 def verb_of(method: str, rp: ResourcePath, watch: bool) -> str:
@@ -106,7 +119,13 @@ class ResourceHandlers:
         if verb == "get":
             if rp.subresource not in ("", "status"):
                 raise statuserrors.method_not_allowed()
-            return json_response(self.store.entry(rt, ns, rp.name).encoded(rt.codec))
+            entry = self.store.entry(rt, ns, rp.name)
+            tables = self._table_encoder(request, rt) if not rp.subresource else None
+            if tables is not None:
+                obj = _served(rt, entry)
+                rv = obj["metadata"].get("resourceVersion", "")
+                return json_response(tables.table([obj], {"resourceVersion": rv}))
+            return json_response(entry.encoded(rt.codec))
         if verb == "create":
             return await self.create(request, rt, rp)
         if verb == "update":
@@ -126,7 +145,7 @@ class ResourceHandlers:
         raise statuserrors.method_not_allowed()
 
     async def _object_body(self, request: web.BaseRequest, rt: ResourceType) -> dict[str, Any]:
-        body = decode_body(await request.read(), request.content_type, rt.kind)
+        body = decode_body(await request.read(), body_content_type(request), rt.kind)
         if not isinstance(body, dict):
             raise statuserrors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind})"
@@ -138,7 +157,7 @@ class ResourceHandlers:
     ) -> web.Response:
         ns = rp.namespace or ""
         if rp.subresource == "binding":
-            body = decode_body(await request.read(), request.content_type, "Binding")
+            body = decode_body(await request.read(), body_content_type(request), "Binding")
             if not isinstance(body, dict):
                 raise statuserrors.bad_request(
                     "the object provided is unrecognized (must be of type Binding)"
@@ -290,8 +309,17 @@ class ResourceHandlers:
         items = b",".join([e.encoded(codec) for e in entries])
         return head + b'","metadata":' + orjson.dumps(meta) + b',"items":[' + items + b"]}"
 
+    def _table_encoder(self, request: web.BaseRequest, rt: ResourceType) -> TableEncoder | None:
+        """A Table encoder when the client's Accept header asks for a Table (kubectl get)."""
+        version = table_version(request.headers.get("Accept", ""))
+        printer = printer_for(rt) if version is not None else None
+        if version is None or printer is None:
+            return None
+        return TableEncoder(printer, version, request.query.get("includeObject", ""))
+
     def list(self, request: web.BaseRequest, rt: ResourceType, rp: ResourcePath) -> web.Response:
         q = request.query
+        tables = self._table_encoder(request, rt)
         labels, fields = self._selectors(request, rt)
         limit = parse_int(q.get("limit"), "limit") or 0
         match = q.get("resourceVersionMatch", "")
@@ -336,6 +364,13 @@ class ResourceHandlers:
             resource_version=rv,
             match=match,
         )
+        if tables is not None:
+            meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+            if token:
+                meta["continue"] = token
+                if remaining:
+                    meta["remainingItemCount"] = remaining
+            return json_response(tables.table([_served(rt, e) for e in entries], meta))
         return json_response(self._list_body(rt, entries, list_rv, token, remaining))
 
     async def watch(
@@ -348,6 +383,7 @@ class ResourceHandlers:
                 ",".join(filter(None, [q.get("fieldSelector"), f"metadata.name={rp.name}"])),
                 self.store.supported_fields(rt),
             )
+        tables = self._table_encoder(request, rt)
         bookmarks = parse_bool(q.get("allowWatchBookmarks"), "allowWatchBookmarks")
         initial = parse_bool(q.get("sendInitialEvents"), "sendInitialEvents")
         timeout = parse_int(q.get("timeoutSeconds"), "timeoutSeconds")
@@ -396,6 +432,8 @@ class ResourceHandlers:
             await response.write(event_line("ERROR", exc.body()))
             await response.write_eof()
             return response
+        # kubectl get --watch: every event's object becomes a one-row Table.
+        encode: Callable[[bytes], bytes] = tables.watch_lines if tables else bytes
         self.server.watch_started(watcher, request)
         try:
             await response.prepare(request)
@@ -403,11 +441,11 @@ class ResourceHandlers:
             if initial:
                 first += bookmark_line(rt, store.rv, initial_events_end=True)
             if first:
-                await response.write(first)
+                await response.write(encode(first))
             next_bookmark = self._next_bookmark(loop.time(), deadline) if bookmarks else None
             while True:
                 if watcher.buffer:
-                    await response.write(watcher.drain())
+                    await response.write(encode(watcher.drain()))
                     continue
                 if watcher.closed or loop.time() >= deadline:
                     break
@@ -424,7 +462,7 @@ class ResourceHandlers:
                     and not watcher.closed
                 ):
                     data = watcher.drain() + bookmark_line(rt, store.rv)
-                    await response.write(data)
+                    await response.write(encode(data))
                     next_bookmark = self._next_bookmark(loop.time(), deadline)
             if watcher.abort:
                 if request.transport is not None:

@@ -95,6 +95,17 @@ def parse_int(value: str | None, name: str) -> int | None:
         raise statuserrors.bad_request(f'invalid value for {name}: "{value}"') from exc
 
 
+def body_content_type(request: Any) -> str:
+    """The request body's media type; none given means JSON, as kube-apiserver decides.
+
+    (kube's input negotiation takes the first supported type, JSON, for an
+    empty Content-Type; aiohttp would report application/octet-stream.)
+    """
+    if not request.headers.get("Content-Type"):
+        return "application/json"
+    return str(request.content_type)
+
+
 def decode_body(data: bytes, content_type: str, what: str) -> Any:
     """JSON (or YAML) request body; anything undecodable is a 400 like the apiserver's."""
     if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):

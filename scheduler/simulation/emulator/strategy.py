@@ -7,6 +7,7 @@ scheduler under test must see them here exactly as on a real cluster.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
@@ -167,6 +168,29 @@ def _default_pod(obj: Obj) -> None:
                 container.setdefault("imagePullPolicy", "Always" if latest else "IfNotPresent")
 
 
+def _mark_scheduling_gated(spec: Obj, status: Obj) -> None:
+    """kube-apiserver's applySchedulingGatedCondition: a gated pod says why it waits.
+
+    (kubectl shows such a pod as SchedulingGated rather than Pending.)
+    """
+    conditions = status.get("conditions")
+    if not spec.get("schedulingGates") or not isinstance(conditions, list | None):
+        return
+    if any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions or []):
+        return
+    status["conditions"] = [
+        *(conditions or []),
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        },
+    ]
+
+
 def _default_node(obj: Obj) -> None:
     """SetDefaults_NodeStatus: allocatable defaults to capacity; the non-optional
     structs of NodeStatus are always present."""
@@ -289,6 +313,7 @@ def prepare_for_create(
         if isinstance(status, dict) and isinstance(obj["spec"], dict):
             status.setdefault("phase", "Pending")
             status.setdefault("qosClass", _qos_class(obj["spec"]))
+            _mark_scheduling_gated(obj["spec"], status)
     elif kind == "Node":
         if not isinstance(obj.get("spec"), dict):
             obj["spec"] = {}
