@@ -303,16 +303,9 @@ class SchedulingQueue:
         ]
         self._backoff = [(self._backoff_expiry(e.info), e.token, e.info.pod.key) for e in backoff]
         heapq.heapify(self._backoff)
-        moved = 0
-        for key in list(self._pool):
-            entry = self._entries[key]
-            if entry.where == GATED:
-                if not self._pre_enqueue(entry.info.pod).is_success():
-                    continue
-                self._release(entry.info, CONFIG_RELOAD)
-            else:
-                self._requeue(entry.info, CONFIG_RELOAD)
-            moved += key not in self._pool
+        moved = sum(
+            self._retry_parked(self._entries[key], CONFIG_RELOAD) for key in list(self._pool)
+        )
         self._ready.set()
         self._changed()
         return moved
@@ -605,15 +598,22 @@ class SchedulingQueue:
                 continue
             if not self._may_help(entry.info, event, old, new):
                 continue
-            if entry.where == GATED:
-                # Re-checked; one still held back stays as it is.
-                if not self._pre_enqueue(entry.info.pod).is_success():
-                    continue
-                self._release(entry.info, label)
-            else:
-                self._requeue(entry.info, label)
-            moved += 1
+            moved += self._retry_parked(entry, label)
         return moved
+
+    def _retry_parked(self, entry: _Entry, event: str) -> bool:
+        """Give a pod of the pool another try; False if PreEnqueue still holds it back.
+
+        A gated pod is re-checked (one still held back stays as it is); a
+        rejected one goes to backoffQ or activeQ through PreEnqueue.
+        """
+        if entry.where == GATED:
+            if not self._pre_enqueue(entry.info.pod).is_success():
+                return False
+            self._release(entry.info, event)
+            return True
+        self._requeue(entry.info, event)
+        return entry.info.pod.key not in self._pool
 
     def _interested(self, event: ClusterEvent) -> frozenset[str]:
         """Plugins with a registration matching ``event`` (cached per event)."""
