@@ -42,7 +42,7 @@ from scheduler.api.events import (
     QueueingHint,
     Resource,
 )
-from scheduler.api.handle import Handle, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.handle import ApiClient, Handle, ObjectStore, WaitingPod
 from scheduler.api.hookspecs import hookimpl
 from scheduler.api.plugin import NodePlugin, Plugin
 from scheduler.api.results import (
@@ -82,8 +82,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "hookimpl",
     # what hooks are given
     "CycleState",
+    "ApiClient",
     "Handle",
-    "KubeClient",
     "Node",
     "Nodes",
     "ObjectStore",

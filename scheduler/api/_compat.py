@@ -36,6 +36,7 @@ LEGACY_NAMES: dict[str, tuple[str, str]] = {
     "SchedulerHookSpecs": ("scheduler.api.hookspecs", "nothing: plugins implement hooks only"),
     "hookspec": ("scheduler.api.hookspecs", "hookimpl (plugins implement hooks only)"),
     "Rejection": ("scheduler.api.results", "Diagnosis.node_verdicts"),
+    "KubeClient": ("scheduler.api.handle", "scheduler.api.ApiClient (the same protocol, renamed)"),
 }
 
 

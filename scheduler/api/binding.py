@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.api.handle import KubeClient
+from scheduler.api.handle import ApiClient
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Pod
 
@@ -164,7 +164,7 @@ def binding_body(pod: Pod, node_name: str) -> dict[str, Any]:
     }
 
 
-async def bind_pod(client: KubeClient, pod: Pod, node_name: str) -> BindOutcome:
+async def bind_pod(client: ApiClient, pod: Pod, node_name: str) -> BindOutcome:
     """POST ``pod``'s Binding to ``node_name`` and classify the answer.
 
     The client's own policy applies: a POST is retried on 429 (the server did

@@ -55,7 +55,7 @@ class ObjectStore(Protocol):
         derive from the store until it moves, instead of re-reading every object."""
 
 
-class KubeClient(Protocol):
+class ApiClient(Protocol):
     """Raw-JSON access to the API server for binding-cycle hooks (async)."""
 
     async def request(
@@ -125,7 +125,7 @@ class Handle(Protocol):
         """
 
     @property
-    def client(self) -> KubeClient:
+    def client(self) -> ApiClient:
         """The API client (async), for binding-cycle hooks."""
 
     @property
@@ -175,3 +175,8 @@ class Handle(Protocol):
         equal- or higher-priority nominated pods hold, as kube's
         ``RunFilterPluginsWithNominatedPods`` does.
         """
+
+
+#: The plugin API 1.x name, not to be confused with the scheduler's own
+#: scheduler.kube.client.KubeClient; ``scheduler.api.KubeClient`` warns.
+KubeClient = ApiClient

@@ -12,7 +12,7 @@ from typing import Any, Protocol, cast
 
 import structlog
 
-from scheduler.api.handle import FrameworkRunner, KubeClient, ObjectStore, WaitingPod
+from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, WaitingPod
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
@@ -121,7 +121,7 @@ class FrameworkHandle:
         table: NodeTable,
         *,
         waiting_pods: WaitingPods | None = None,
-        client: KubeClient | None = None,
+        client: ApiClient | None = None,
         event_sink: EventSink | None = None,
         store_provider: StoreProvider | None = None,
         activator: Activator | None = None,
@@ -215,7 +215,7 @@ class FrameworkHandle:
         return self._table.all_nodes().view()
 
     @property
-    def client(self) -> KubeClient:
+    def client(self) -> ApiClient:
         if self._client is None:
             raise HandleUnavailable("no API client here (e.g. in `explain`): cannot call the API")
         return self._client

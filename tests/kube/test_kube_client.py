@@ -318,7 +318,7 @@ async def test_patch_pod_status_strategic_merge(client: KubeClient) -> None:
 
 
 async def test_request_satisfies_plugin_protocol(client: KubeClient) -> None:
-    from scheduler.api.handle import KubeClient as KubeClientProtocol
+    from scheduler.api.handle import ApiClient as KubeClientProtocol
 
     proto: KubeClientProtocol = client
     version = await proto.request("GET", "/version")
