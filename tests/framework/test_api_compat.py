@@ -204,3 +204,15 @@ def test_scaffolded_plugin(
     plugin = kit.build(cls, {"nodeLabel": "disk", "required": True})
     assert kit.feasible_names(kit.call(plugin, "filter", make_pod("w"))) == ["a"]
     assert kit.call(plugin, "score", make_pod("w")).tolist() == [100, 0, 0, 0]
+
+
+def test_every_1x_name_still_imports_with_a_warning_naming_its_replacement() -> None:
+    import scheduler.api
+    from scheduler.api._compat import LEGACY_NAMES
+
+    for name, (_module, replacement) in LEGACY_NAMES.items():
+        with pytest.warns(DeprecationWarning, match="is not part of plugin API 2.0") as seen:
+            value = getattr(scheduler.api, name)
+        assert value is not None
+        assert replacement in str(seen[0].message), name
+    assert scheduler.api.ApiClient is scheduler.api.handle.KubeClient
