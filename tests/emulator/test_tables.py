@@ -17,6 +17,11 @@ from kubernetes_asyncio import client
 
 from scheduler.simulation.emulator.tables import (
     CONFIGMAP_COLUMNS,
+    CSI_DRIVER_COLUMNS,
+    CSI_NODE_COLUMNS,
+    CSI_STORAGE_CAPACITY_COLUMNS,
+    DEPLOYMENT_COLUMNS,
+    DEVICE_CLASS_COLUMNS,
     EVENT_COLUMNS,
     LEASE_COLUMNS,
     NAMESPACE_COLUMNS,
@@ -24,6 +29,18 @@ from scheduler.simulation.emulator.tables import (
     PDB_COLUMNS,
     POD_COLUMNS,
     PRIORITY_CLASS_COLUMNS,
+    PV_COLUMNS,
+    PVC_COLUMNS,
+    REPLICA_SET_COLUMNS,
+    REPLICATION_CONTROLLER_COLUMNS,
+    RESOURCE_CLAIM_COLUMNS,
+    RESOURCE_CLAIM_TEMPLATE_COLUMNS,
+    RESOURCE_SLICE_COLUMNS,
+    SERVICE_COLUMNS,
+    STATEFUL_SET_COLUMNS,
+    STORAGE_CLASS_COLUMNS,
+    VOLUME_ATTACHMENT_COLUMNS,
+    VOLUME_ATTRIBUTES_CLASS_COLUMNS,
     human_duration,
     table_version,
 )
@@ -604,3 +621,391 @@ async def test_custom_resource_table_uses_printer_columns(
         await client.ApiextensionsV1Api(api_client).delete_custom_resource_definition(
             crd["metadata"]["name"]
         )
+
+
+def _template(app: str, *containers: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": app, "tier": "a"}},
+        "spec": {"containers": [{"name": n, "image": i} for n, i in containers]},
+    }
+
+
+def _workload_objects(namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) for the workload and network kinds, namespaced."""
+    core, apps = f"/api/v1/namespaces/{namespace}", f"/apis/apps/v1/namespaces/{namespace}"
+    one = (("c", "registry.k8s.io/pause:3.9"),)
+    return [
+        (
+            f"{core}/services",
+            {
+                "metadata": {"name": "svc"},
+                "spec": {
+                    "type": "ClusterIP",  # the emulator does not default Services yet
+                    "selector": {"tier": "b", "app": "a"},
+                    "ports": [
+                        {"name": "web", "port": 80, "protocol": "TCP", "targetPort": 8080},
+                        {"name": "dns", "port": 53, "protocol": "UDP"},
+                    ],
+                    "externalIPs": ["203.0.113.9"],
+                },
+            },
+        ),
+        (
+            f"{core}/services",
+            {
+                "metadata": {"name": "ext"},
+                "spec": {"type": "ExternalName", "externalName": "db.example.com"},
+            },
+        ),
+        (
+            f"{core}/replicationcontrollers",
+            {
+                "metadata": {"name": "rc"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"app": "rc"},
+                    "template": _template("rc", *one),
+                },
+            },
+        ),
+        (
+            f"{apps}/deployments",
+            {
+                "metadata": {"name": "deploy"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {
+                        "matchLabels": {"app": "d"},
+                        "matchExpressions": [
+                            {"key": "tier", "operator": "In", "values": ["b", "a"]}
+                        ],
+                    },
+                    "template": _template(
+                        "d", ("c", "registry.k8s.io/pause:3.9"), ("s", "example.com/side:1")
+                    ),
+                },
+            },
+        ),
+        (
+            f"{apps}/replicasets",
+            {
+                "metadata": {"name": "rs"},
+                "spec": {
+                    "replicas": 3,
+                    "selector": {"matchLabels": {"app": "r"}},
+                    "template": _template("r", *one),
+                },
+            },
+        ),
+        (
+            f"{apps}/statefulsets",
+            {
+                "metadata": {"name": "sts"},
+                "spec": {
+                    "replicas": 1,
+                    "serviceName": "svc",
+                    "selector": {"matchLabels": {"app": "s"}},
+                    "template": _template("s", *one),
+                },
+            },
+        ),
+        (
+            f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+            {
+                "metadata": {"name": "ev2"},
+                "regarding": {"kind": "Pod", "name": "p", "namespace": namespace},
+                "reason": "Scheduled",
+                "note": " placed ",
+                "type": "Normal",
+                "action": "Binding",
+                "reportingController": "pluggable-scheduler",
+                "reportingInstance": "inst-1",
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+            },
+        ),
+    ]
+
+
+def _storage_objects(namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(collection path, object) for the storage and DRA kinds; cluster-scoped names unique."""
+    core, storage = f"/api/v1/namespaces/{namespace}", "/apis/storage.k8s.io/v1"
+    resource = "/apis/resource.k8s.io/v1"
+    request = {"name": "r", "exactly": {"deviceClassName": f"dc-{namespace}"}}
+    return [
+        (
+            "/api/v1/persistentvolumes",
+            {
+                "metadata": {"name": f"pv-{namespace}"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadOnlyMany", "ReadWriteOnce"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "fast",
+                    "hostPath": {"path": "/tmp/tables"},
+                    "claimRef": {"namespace": namespace, "name": "other"},
+                },
+            },
+        ),
+        (
+            f"{core}/persistentvolumeclaims",
+            {
+                "metadata": {"name": "claim"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": "fast",
+                },
+            },
+        ),
+        (
+            f"{core}/persistentvolumeclaims",
+            {
+                "metadata": {
+                    "name": "named",
+                    "annotations": {"volume.beta.kubernetes.io/storage-class": "beta"},
+                },
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "volumeName": "elsewhere",
+                    "volumeMode": "Block",
+                },
+            },
+        ),
+        (
+            f"{storage}/storageclasses",
+            {
+                "metadata": {
+                    "name": f"sc-{namespace}",
+                    "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                },
+                "provisioner": "example.com/tables",
+                "volumeBindingMode": "WaitForFirstConsumer",
+                "allowVolumeExpansion": True,
+            },
+        ),
+        (
+            f"{storage}/volumeattachments",
+            {
+                "metadata": {"name": f"va-{namespace}"},
+                "spec": {
+                    "attacher": "csi.example.com",
+                    "source": {"persistentVolumeName": "pv1"},
+                    "nodeName": "n1",
+                },
+            },
+        ),
+        (
+            f"{storage}/csinodes",
+            {
+                "metadata": {"name": f"csinode-{namespace}"},
+                "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n1"}]},
+            },
+        ),
+        (
+            f"{storage}/csidrivers",
+            {
+                "metadata": {"name": f"csi-{namespace}.example.com"},
+                "spec": {
+                    "attachRequired": False,
+                    "tokenRequests": [{"audience": "a"}, {"audience": "b"}],
+                    "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+                },
+            },
+        ),
+        (
+            f"{storage}/volumeattributesclasses",
+            {
+                "metadata": {"name": f"vac-{namespace}"},
+                "driverName": "csi.example.com",
+                "parameters": {"iops": "100"},
+            },
+        ),
+        (
+            f"{storage}/namespaces/{namespace}/csistoragecapacities",
+            {"metadata": {"name": "cap"}, "storageClassName": "fast", "capacity": "1Gi"},
+        ),
+        (f"{resource}/deviceclasses", {"metadata": {"name": f"dc-{namespace}"}, "spec": {}}),
+        (
+            f"{resource}/namespaces/{namespace}/resourceclaims",
+            {"metadata": {"name": "claim"}, "spec": {"devices": {"requests": [request]}}},
+        ),
+        (
+            f"{resource}/namespaces/{namespace}/resourceclaimtemplates",
+            {
+                "metadata": {"name": "template"},
+                "spec": {"spec": {"devices": {"requests": [request]}}},
+            },
+        ),
+        (
+            f"{resource}/resourceslices",
+            {
+                "metadata": {"name": f"slice-{namespace}"},
+                "spec": {
+                    "driver": "example.com",
+                    "pool": {"name": "p", "generation": 0, "resourceSliceCount": 1},
+                    "nodeName": "n1",
+                    "devices": [],
+                },
+            },
+        ),
+    ]
+
+
+async def _tables_for(
+    api_client: client.ApiClient, objects: list[tuple[str, dict[str, Any]]]
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Create each object; its kind's Table and the object as stored, by collection path + name."""
+    out = {}
+    for path, obj in objects:
+        status, stored, _ = await raw(api_client, "POST", path, body=obj)
+        assert status == 201, (path, stored)
+        status, table, _ = await raw(api_client, "GET", path, accept=KUBECTL_ACCEPT)
+        assert status == 200 and table["kind"] == "Table", (path, table)
+        out[f"{path.rsplit('/', 1)[-1]}/{obj['metadata']['name'].split('-')[0]}"] = (table, stored)
+    return out
+
+
+def _row(table: dict[str, Any], name: str, age_at: int | None) -> list[Any]:
+    """The cells of ``name``'s row (Age checked for its shape and dropped)."""
+    (cells,) = [list(r["cells"]) for r in table["rows"] if r["object"]["metadata"]["name"] == name]
+    if age_at is not None:
+        assert AGE.match(cells.pop(age_at)), cells
+    return cells
+
+
+async def test_workload_and_event_tables_match_kube(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    got = await _tables_for(api_client, _workload_objects(namespace))
+    assert {key: table["columnDefinitions"] for key, (table, _) in got.items()} == {
+        "services/svc": _defs(SERVICE_COLUMNS),
+        "services/ext": _defs(SERVICE_COLUMNS),
+        "replicationcontrollers/rc": _defs(REPLICATION_CONTROLLER_COLUMNS),
+        "deployments/deploy": _defs(DEPLOYMENT_COLUMNS),
+        "replicasets/rs": _defs(REPLICA_SET_COLUMNS),
+        "statefulsets/sts": _defs(STATEFUL_SET_COLUMNS),
+        "events/ev2": _defs(EVENT_COLUMNS),
+    }
+    svc_table, svc = got["services/svc"]
+    pause = "registry.k8s.io/pause:3.9"
+    assert _row(svc_table, "svc", 5) == [
+        "svc",
+        "ClusterIP",
+        (svc["spec"].get("clusterIPs") or ["<none>"])[0],  # the emulator allocates none
+        "203.0.113.9",
+        "80/TCP,53/UDP",
+        "app=a,tier=b",
+    ]
+    none = "<none>"
+    assert _row(got["services/ext"][0], "ext", 5) == [
+        "ext",
+        "ExternalName",
+        none,
+        "db.example.com",
+        none,
+        none,
+    ]
+    assert _row(got["replicationcontrollers/rc"][0], "rc", 4) == [
+        "rc", 2, 0, 0, "c", pause, "app=rc"
+    ]  # fmt: skip
+    assert _row(got["deployments/deploy"][0], "deploy", 4) == [
+        "deploy",
+        "0/2",
+        0,
+        0,
+        "c,s",
+        f"{pause},example.com/side:1",
+        "app=d,tier in (a,b)",
+    ]
+    assert _row(got["replicasets/rs"][0], "rs", 4) == ["rs", 3, 0, 0, "c", pause, "app=r"]
+    assert _row(got["statefulsets/sts"][0], "sts", 2) == ["sts", "0/1", "c", pause]
+    event = _row(got["events/ev2"][0], "ev2", None)
+    assert AGE.match(event[0]) and event[7] == event[0], event
+    assert event[1:7] + event[8:] == [
+        "Normal",
+        "Scheduled",
+        "pod/p",
+        "",
+        "pluggable-scheduler, inst-1",
+        "placed",
+        1,
+        "ev2",
+    ]
+
+
+async def test_storage_and_dra_tables_match_kube(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    objects = _storage_objects(namespace)
+    try:
+        got = await _tables_for(api_client, objects)
+        assert {key: table["columnDefinitions"] for key, (table, _) in got.items()} == {
+            "persistentvolumes/pv": _defs(PV_COLUMNS),
+            "persistentvolumeclaims/claim": _defs(PVC_COLUMNS),
+            "persistentvolumeclaims/named": _defs(PVC_COLUMNS),
+            "storageclasses/sc": _defs(STORAGE_CLASS_COLUMNS),
+            "volumeattachments/va": _defs(VOLUME_ATTACHMENT_COLUMNS),
+            "csinodes/csinode": _defs(CSI_NODE_COLUMNS),
+            "csidrivers/csi": _defs(CSI_DRIVER_COLUMNS),
+            "volumeattributesclasses/vac": _defs(VOLUME_ATTRIBUTES_CLASS_COLUMNS),
+            "csistoragecapacities/cap": _defs(CSI_STORAGE_CAPACITY_COLUMNS),
+            "deviceclasses/dc": _defs(DEVICE_CLASS_COLUMNS),
+            "resourceclaims/claim": _defs(RESOURCE_CLAIM_COLUMNS),
+            "resourceclaimtemplates/template": _defs(RESOURCE_CLAIM_TEMPLATE_COLUMNS),
+            "resourceslices/slice": _defs(RESOURCE_SLICE_COLUMNS),
+        }
+        pv_table, pv = got["persistentvolumes/pv"]
+        assert _row(pv_table, f"pv-{namespace}", 9) == [
+            f"pv-{namespace}",
+            "1Gi",
+            "RWO,ROX",
+            "Retain",
+            pv["status"]["phase"],
+            f"{namespace}/other",
+            "fast",
+            "<unset>",
+            "",
+            "Filesystem",
+        ]
+        pvc_table, claim = got["persistentvolumeclaims/claim"]
+        assert _row(pvc_table, "claim", 7) == [
+            "claim", claim["status"]["phase"], "", "", "", "fast", "<unset>", "Filesystem"
+        ]  # fmt: skip
+        named_table, named = got["persistentvolumeclaims/named"]
+        assert _row(named_table, "named", 7) == [
+            "named", named["status"]["phase"], "elsewhere", "0", "", "beta", "<unset>", "Block"
+        ]  # fmt: skip
+        assert _row(got["storageclasses/sc"][0], f"sc-{namespace}", 5) == [
+            f"sc-{namespace} (default)",
+            "example.com/tables",
+            "Delete",
+            "WaitForFirstConsumer",
+            True,
+        ]
+        assert _row(got["volumeattachments/va"][0], f"va-{namespace}", 5) == [
+            f"va-{namespace}", "csi.example.com", "pv1", "n1", False
+        ]  # fmt: skip
+        assert _row(got["csinodes/csinode"][0], f"csinode-{namespace}", 2) == [
+            f"csinode-{namespace}", 1
+        ]  # fmt: skip
+        driver = f"csi-{namespace}.example.com"
+        assert _row(got["csidrivers/csi"][0], driver, 7) == [
+            driver, False, False, False, "a,b", False, "Persistent,Ephemeral"
+        ]  # fmt: skip
+        assert _row(got["volumeattributesclasses/vac"][0], f"vac-{namespace}", 2) == [
+            f"vac-{namespace}", "csi.example.com"
+        ]  # fmt: skip
+        cap_table, cap = got["csistoragecapacities/cap"]
+        assert _row(cap_table, "cap", None) == ["cap", cap["metadata"]["creationTimestamp"]]
+        assert _row(got["deviceclasses/dc"][0], f"dc-{namespace}", 1) == [f"dc-{namespace}"]
+        assert _row(got["resourceclaims/claim"][0], "claim", 2) == ["claim", "pending"]
+        assert _row(got["resourceclaimtemplates/template"][0], "template", 1) == ["template"]
+        assert _row(got["resourceslices/slice"][0], f"slice-{namespace}", 4) == [
+            f"slice-{namespace}", "n1", "example.com", "p"
+        ]  # fmt: skip
+    finally:
+        for path, obj in objects:
+            name = obj["metadata"]["name"]
+            if name.endswith(namespace):  # cluster-scoped; the namespace takes the rest
+                await raw(api_client, "DELETE", f"{path}/{name}")
