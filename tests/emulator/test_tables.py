@@ -1009,3 +1009,149 @@ async def test_storage_and_dra_tables_match_kube(
             name = obj["metadata"]["name"]
             if name.endswith(namespace):  # cluster-scoped; the namespace takes the rest
                 await raw(api_client, "DELETE", f"{path}/{name}")
+
+
+async def _put_status(api_client: client.ApiClient, path: str, status: dict[str, Any]) -> None:
+    """Replace ``path``'s status through its status subresource."""
+    code, current, _ = await raw(api_client, "GET", path)
+    assert code == 200, current
+    code, body, _ = await raw(
+        api_client, "PUT", f"{path}/status", body={**current, "status": status}
+    )
+    assert code == 200, body
+
+
+async def test_table_cells_follow_status(api_client: client.ApiClient, namespace: str) -> None:
+    """The cells kube takes from status: bound claims, rollout counts, load-balancer addresses."""
+    core, apps = f"/api/v1/namespaces/{namespace}", f"/apis/apps/v1/namespaces/{namespace}"
+    template = _template("d", ("c", "registry.k8s.io/pause:3.9"))
+    created = [
+        (
+            f"{core}/persistentvolumeclaims",
+            {
+                "metadata": {"name": "bound"},
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": "",
+                    "volumeName": "pv-bound",
+                },
+            },
+            {
+                "phase": "Bound",
+                "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+                "capacity": {"storage": "2Gi"},
+            },
+        ),
+        (
+            f"{apps}/deployments",
+            {
+                "metadata": {"name": "rolled"},
+                "spec": {
+                    "replicas": 3,
+                    "selector": {"matchLabels": {"app": "d"}},
+                    "template": template,
+                },
+            },
+            {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 1},
+        ),
+        (
+            f"{core}/services",
+            {
+                "metadata": {"name": "lb"},
+                "spec": {
+                    "type": "LoadBalancer",
+                    "ports": [{"port": 443, "protocol": "TCP"}],
+                    "externalIPs": ["203.0.113.10"],
+                },
+            },
+            {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}, {"ip": "198.51.100.2"}]}},
+        ),
+    ]
+    stored = {}
+    for path, obj, status in created:
+        name = obj["metadata"]["name"]
+        code, body, _ = await raw(api_client, "POST", path, body=obj)
+        assert code == 201, body
+        await _put_status(api_client, f"{path}/{name}", status)
+        code, stored[name], _ = await raw(api_client, "GET", f"{path}/{name}")
+    tables = {}
+    for path, obj, _ in created:
+        code, table, _ = await raw(api_client, "GET", path, accept=KUBECTL_ACCEPT)
+        assert code == 200 and table["kind"] == "Table", table
+        tables[obj["metadata"]["name"]] = table
+    none = "<none>"
+    assert _row(tables["bound"], "bound", 7) == [
+        "bound", "Bound", "pv-bound", "2Gi", "RWO,RWX", "", "<unset>", "Filesystem"
+    ]  # fmt: skip
+    assert _row(tables["rolled"], "rolled", 4) == [
+        "rolled", "2/3", 3, 1, "c", "registry.k8s.io/pause:3.9", "app=d"
+    ]  # fmt: skip
+    lb = stored["lb"]["spec"]
+    node_port = lb["ports"][0].get("nodePort")  # the emulator allocates none
+    assert _row(tables["lb"], "lb", 5) == [
+        "lb",
+        "LoadBalancer",
+        (lb.get("clusterIPs") or [none])[0],
+        "198.51.100.2,lb.example.com,203.0.113.10",
+        f"443:{node_port}/TCP" if node_port else "443/TCP",
+        none,
+    ]
+
+
+async def test_resource_claim_state_column(api_client: client.ApiClient, namespace: str) -> None:
+    """kube's resourceClaimState: pending, allocated, reserved, and deleted when held back."""
+    path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+    allocation = {
+        "devices": {
+            "results": [
+                {"request": "r", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}
+            ]
+        },
+        "nodeSelector": {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+            ]
+        },
+    }
+    consumer = {"resource": "pods", "name": "p", "uid": "u1"}
+    statuses: dict[str, dict[str, Any] | None] = {
+        "waiting": None,
+        "allocated": {"allocation": allocation},
+        "reserved": {"allocation": allocation, "reservedFor": [consumer]},
+        "gone": None,
+        "gone-held": {"allocation": allocation, "reservedFor": [consumer]},
+    }
+    request = {"name": "r", "exactly": {"deviceClassName": "gpu.example.com"}}
+    held = [name for name in statuses if name.startswith("gone")]
+    try:
+        for name, status in statuses.items():
+            metadata: dict[str, Any] = {"name": name}
+            if name in held:
+                metadata["finalizers"] = ["example.com/hold"]
+            body = {"metadata": metadata, "spec": {"devices": {"requests": [request]}}}
+            code, made, _ = await raw(api_client, "POST", path, body=body)
+            assert code == 201, made
+            if status is not None:
+                await _put_status(api_client, f"{path}/{name}", status)
+        for name in held:
+            code, answer, _ = await raw(api_client, "DELETE", f"{path}/{name}")
+            assert code in (200, 202), answer
+        code, table, _ = await raw(api_client, "GET", path, accept=KUBECTL_ACCEPT)
+        assert code == 200 and table["columnDefinitions"] == _defs(RESOURCE_CLAIM_COLUMNS)
+        assert _cells(table, 2) == {
+            "waiting": ["waiting", "pending"],
+            "allocated": ["allocated", "allocated"],
+            "reserved": ["reserved", "allocated,reserved"],
+            "gone": ["gone", "deleted"],
+            "gone-held": ["gone-held", "deleted,allocated,reserved"],
+        }
+    finally:
+        for name in held:
+            await raw(
+                api_client,
+                "PATCH",
+                f"{path}/{name}",
+                body={"metadata": {"finalizers": None}},
+                content_type="application/merge-patch+json",
+            )
