@@ -19,7 +19,7 @@ from scheduler.simulation.emulator.tables import (
     CONFIGMAP_COLUMNS,
     CSI_DRIVER_COLUMNS,
     CSI_NODE_COLUMNS,
-    CSI_STORAGE_CAPACITY_COLUMNS,
+    DEFAULT_TABLE_COLUMNS,
     DEPLOYMENT_COLUMNS,
     DEVICE_CLASS_COLUMNS,
     EVENT_COLUMNS,
@@ -617,6 +617,15 @@ async def test_custom_resource_table_uses_printer_columns(
             "full": ["full", 3, "a", True, "y"],
             "empty": ["empty", None, None, True, None],
         }
+        crd_path = (
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        )
+        status, table, _ = await raw(api_client, "GET", crd_path, accept=KUBECTL_ACCEPT)
+        assert status == 200 and table["columnDefinitions"] == _defs(DEFAULT_TABLE_COLUMNS)
+        (stored,) = [row["object"] for row in table["rows"]]
+        assert [row["cells"] for row in table["rows"]] == [
+            [crd["metadata"]["name"], stored["metadata"]["creationTimestamp"]]
+        ]
     finally:
         await client.ApiextensionsV1Api(api_client).delete_custom_resource_definition(
             crd["metadata"]["name"]
@@ -949,7 +958,7 @@ async def test_storage_and_dra_tables_match_kube(
             "csinodes/csinode": _defs(CSI_NODE_COLUMNS),
             "csidrivers/csi": _defs(CSI_DRIVER_COLUMNS),
             "volumeattributesclasses/vac": _defs(VOLUME_ATTRIBUTES_CLASS_COLUMNS),
-            "csistoragecapacities/cap": _defs(CSI_STORAGE_CAPACITY_COLUMNS),
+            "csistoragecapacities/cap": _defs(DEFAULT_TABLE_COLUMNS),
             "deviceclasses/dc": _defs(DEVICE_CLASS_COLUMNS),
             "resourceclaims/claim": _defs(RESOURCE_CLAIM_COLUMNS),
             "resourceclaimtemplates/template": _defs(RESOURCE_CLAIM_TEMPLATE_COLUMNS),

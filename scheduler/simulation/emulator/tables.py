@@ -8,8 +8,8 @@ the built-in kinds the emulator serves (pods, nodes, namespaces, both
 event APIs, configmaps, leases, priorityclasses, poddisruptionbudgets,
 services, replicationcontrollers, apps workloads, volumes and storage
 classes, CSI objects, resource.k8s.io kinds), and its CRD column convertor
-for custom resources. CSIStorageCapacity gets what kube-apiserver's storage
-for it uses, the default convertor (name and creation time). Column
+for custom resources. CSIStorageCapacities and CRDs get what kube-apiserver's
+storage for them uses, the default convertor (name and creation time). Column
 descriptions are kube-apiserver's, taken from the types' swagger docs. The
 server always fills the wide (priority 1) columns; kubectl shows them with
 -o wide.
@@ -914,7 +914,8 @@ REPLICATION_CONTROLLER_COLUMNS: list[Column] = [
         1,
     ),
 ]
-CSI_STORAGE_CAPACITY_COLUMNS: list[Column] = [
+# apiserver's default convertor, for the kinds kube registers no printer for.
+DEFAULT_TABLE_COLUMNS: list[Column] = [
     _NAME,
     (
         "Created At",
@@ -1632,7 +1633,11 @@ _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("storage.k8s.io", "volumeattachments"): (VOLUME_ATTACHMENT_COLUMNS, _print_volume_attachment),
     ("storage.k8s.io", "csinodes"): (CSI_NODE_COLUMNS, _print_csi_node),
     ("storage.k8s.io", "csidrivers"): (CSI_DRIVER_COLUMNS, _print_csi_driver),
-    ("storage.k8s.io", "csistoragecapacities"): (CSI_STORAGE_CAPACITY_COLUMNS, _print_created_at),
+    ("storage.k8s.io", "csistoragecapacities"): (DEFAULT_TABLE_COLUMNS, _print_created_at),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        DEFAULT_TABLE_COLUMNS,
+        _print_created_at,
+    ),
     ("storage.k8s.io", "volumeattributesclasses"): (
         VOLUME_ATTRIBUTES_CLASS_COLUMNS,
         _print_volume_attributes_class,
