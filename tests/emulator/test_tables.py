@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from scheduler.simulation.emulator.tables import (
+from scheduler.simulation.emulator.tablecolumns import (
     CONFIGMAP_COLUMNS,
     CSI_DRIVER_COLUMNS,
     CSI_NODE_COLUMNS,
@@ -41,9 +41,8 @@ from scheduler.simulation.emulator.tables import (
     STORAGE_CLASS_COLUMNS,
     VOLUME_ATTACHMENT_COLUMNS,
     VOLUME_ATTRIBUTES_CLASS_COLUMNS,
-    human_duration,
-    table_version,
 )
+from scheduler.simulation.emulator.tables import human_duration, table_version
 
 from .kube_helpers import binding, pod, raw
 
