@@ -30,11 +30,7 @@ import pytest
 
 from scheduler.simulation.emulator import EmulatorServer
 from scheduler.tools.controlplane import (
-    DRA_CONTROLLERS,
-    ControlPlaneError,
-    KubeControllerManagerProcess,
     ensure_binaries,
-    run_kube_controller_manager,
     start_control_plane,
 )
 from scheduler.tools.packageindex import PackageIndex, pip_download, run_package_index
@@ -112,64 +108,6 @@ def kube_backend(
         )
     finally:
         server.stop_thread()
-
-
-@pytest.fixture(scope="session")
-def volume_controllers(
-    request: pytest.FixtureRequest, kube_backend: KubeBackend
-) -> Iterator[KubeControllerManagerProcess | None]:
-    """The PersistentVolume binder and ephemeral-volume controller, on the real backend.
-
-    On the real backend: one kube-controller-manager for the session, running only
-    ``VOLUME_CONTROLLERS`` against that backend's apiserver, so PVCs get bound to
-    matching PVs, a PV pre-bound by the scheduler (``spec.claimRef``) has its
-    binding completed, and a pod's generic ephemeral volume gets its
-    ``<pod>-<volume>`` PVC. Skipped, with the reason, when the binaries cannot be
-    built (no Go toolchain, build failure); a kube-controller-manager that is built
-    but fails to start is an error, not a skip.
-
-    On the emulator: None. The emulator's equivalent (an emulated PV controller) is
-    enabled separately, in the emulator itself, not by this fixture; until it is, a
-    test that needs binding on both backends checks for None and skips.
-    """
-    if kube_backend.kind != "real":
-        yield None
-        return
-    try:
-        bin_dir: Path = request.getfixturevalue("control_plane_binaries")
-    except ControlPlaneError as error:
-        pytest.skip(f"kube-controller-manager cannot be built: {error}")
-    with run_kube_controller_manager(kube_backend.kubeconfig, bin_dir=bin_dir) as process:
-        yield process
-
-
-@pytest.fixture(scope="session")
-def dra_controllers(
-    request: pytest.FixtureRequest, kube_backend: KubeBackend
-) -> Iterator[KubeControllerManagerProcess | None]:
-    """kube-controller-manager's ResourceClaim controller, on the real backend.
-
-    Like ``volume_controllers`` (its own session-scoped process, only
-    ``DRA_CONTROLLERS``, skipped when the binaries cannot be built): pods naming a
-    ResourceClaimTemplate get their claims, and a deleted pod's claims lose its
-    reservation and, when nobody else reserves them, their allocation. A separate
-    process rather than one shared with the volume controllers, because a session
-    fixture cannot widen the controller list of a process already running.
-
-    On the emulator: None (``claim_controller`` in tests/e2e runs the emulator's
-    own ResourceClaim controller there).
-    """
-    if kube_backend.kind != "real":
-        yield None
-        return
-    try:
-        bin_dir: Path = request.getfixturevalue("control_plane_binaries")
-    except ControlPlaneError as error:
-        pytest.skip(f"kube-controller-manager cannot be built: {error}")
-    with run_kube_controller_manager(
-        kube_backend.kubeconfig, controllers=DRA_CONTROLLERS, bin_dir=bin_dir
-    ) as process:
-        yield process
 
 
 @pytest.fixture
