@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from scheduler.testing.objects import make_node
 from scheduler.tools.controlplane import (
     UNPRIVILEGED,
     ControlPlane,
@@ -172,19 +173,6 @@ def run_daemon(plane: ControlPlane, config_text: str, workdir: Path, name: str) 
                 process.wait()
 
 
-def _node(name: str, cpu: str) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": "4Gi", "pods": "110"}
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test",
-             "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": resources, "allocatable": resources, "conditions": [ready]},
-    }
-
-
 def _pod(
     name: str, namespace: str, cpu: str, labels: dict[str, str] | None = None
 ) -> dict[str, Any]:
@@ -258,7 +246,7 @@ def test_service_account_schedules_elects_and_records_events(
     namespace, node = f"rbac-{suffix}", f"rbac-node-{suffix}"
     admin.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": namespace}})  # fmt: skip
-    admin.post("/api/v1/nodes", _node(node, cpu="2"))
+    admin.post("/api/v1/nodes", make_node(node, cpu="2", memory="4Gi"))
     pods = f"/api/v1/namespaces/{namespace}/pods"
     config = scheduler_config_text(list(yaml.safe_load_all(manifests)))
     with contextlib.ExitStack() as stack:
@@ -383,7 +371,7 @@ def test_service_account_is_denied_what_the_daemon_does_not_need(plane: ControlP
     # Not only the review: the real request is refused.
     admin = plane.client()
     node = f"victim-{secrets.token_hex(3)}"
-    admin.post("/api/v1/nodes", _node(node, cpu="1"))
+    admin.post("/api/v1/nodes", make_node(node, cpu="1", memory="4Gi"))
     response = sa.delete(f"/api/v1/nodes/{node}", check=False)
     assert response.status == 403, response
     assert response.reason == "Forbidden"
@@ -424,7 +412,7 @@ def test_coscheduling_overlay_rbac_lets_the_plugin_watch_podgroups(
     admin.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                       "metadata": {"name": namespace}})  # fmt: skip
     for index in range(2):
-        admin.post("/api/v1/nodes", _node(f"gang-node-{suffix}-{index}", cpu="2"))
+        admin.post("/api/v1/nodes", make_node(f"gang-node-{suffix}-{index}", cpu="2", memory="4Gi"))
     group_path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups"
     admin.post(group_path, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
                             "metadata": {"name": "gang", "namespace": namespace},

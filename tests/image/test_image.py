@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import yaml
 
 from scheduler.model.quantity import parse_quantity
+from scheduler.testing.objects import make_node
 from scheduler.tools.controlplane import ADMIN, ControlPlane
 from tests.deploy.conftest import (
     BASE,
@@ -250,19 +251,6 @@ def healthy(container: Container) -> bool:
     return bool(state.get("Health", {}).get("Status") == "healthy")
 
 
-def node(name: str, cpu: str) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test",
-             "lastHeartbeatTime": now, "lastTransitionTime": now}  # fmt: skip
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"capacity": resources, "allocatable": resources, "conditions": [ready]},
-    }
-
-
 def pod(name: str, cpu: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -362,7 +350,7 @@ def test_container_schedules_and_holds_the_lease_as_the_deployment_runs_it(
     namespace = make_namespace(plane, "image")
     nodes = [f"image-node-{secrets.token_hex(3)}" for _ in range(3)]
     for name in nodes:
-        admin.post("/api/v1/nodes", node(name, cpu="8"))
+        admin.post("/api/v1/nodes", make_node(name, cpu="8", memory="16Gi"))
     pods = f"/api/v1/namespaces/{namespace}/pods"
     with run_scheduler(
         docker, plane, scheduler_image.tag, render_text(BASE), tmp_path
@@ -504,7 +492,10 @@ def test_coscheduling_overlay_builds_and_schedules_a_gang(
     wait_for("the PodGroup CRD", established)
     namespace = make_namespace(plane, "gang")
     for index in range(2):
-        admin.post("/api/v1/nodes", node(f"gang-node-{secrets.token_hex(3)}-{index}", cpu="2"))
+        admin.post(
+            "/api/v1/nodes",
+            make_node(f"gang-node-{secrets.token_hex(3)}-{index}", cpu="2", memory="16Gi"),
+        )
     groups = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups"
     admin.post(groups, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
                         "metadata": {"name": "gang"}, "spec": {"minMember": 3}})  # fmt: skip
