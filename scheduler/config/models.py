@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from scheduler.config.extenders import Extender, extender_problems
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
 from scheduler.model.durations import MAX_GO_DURATION_SECONDS, GoDuration, format_go_duration
 
@@ -685,9 +686,10 @@ class SchedulerConfiguration(_ConfigModel):
         description=f"Scheduling profiles; defaults to one profile named "
         f"`{DEFAULT_SCHEDULER_NAME}` with the default plugins.",
     )
-    extenders: list[dict[str, Any]] = Field(
+    extenders: list[Extender] = Field(
         default_factory=list,
-        description="Not supported: HTTP extenders are replaced by in-process plugins.",
+        description="HTTP extenders, called as kube-scheduler calls them (see "
+        "docs/extenders.md); pods no extender is interested in never wait for one.",
     )
     enable_profiling: bool = Field(
         default=True, description="Accepted for compatibility (Go pprof endpoints)."
@@ -730,18 +732,6 @@ class SchedulerConfiguration(_ConfigModel):
         if contention is None and isinstance(profiling, bool):
             data["enableContentionProfiling"] = profiling
         return data
-
-    @field_validator("extenders")
-    @classmethod
-    def _no_extenders(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if value:
-            raise PydanticCustomError(
-                "extenders_unsupported",
-                "scheduler extenders are not supported: pluggable-scheduler runs plugins "
-                "in-process; port the extender to a plugin (`pluggable-scheduler new-plugin "
-                "NAME` scaffolds one) and remove `extenders`",
-            )
-        return value
 
     def profile(self, scheduler_name: str) -> SchedulerProfile | None:
         """The profile with ``scheduler_name``, if any."""
@@ -800,6 +790,7 @@ def semantic_problems(config: SchedulerConfiguration) -> list[str]:
             f"podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds "
             f"({config.pod_max_backoff_seconds} < {config.pod_initial_backoff_seconds})"
         )
+    problems.extend(extender_problems(config.extenders))
     first_index: dict[str, int] = {}
     for i, profile in enumerate(config.profiles):
         name = profile.scheduler_name

@@ -41,6 +41,7 @@ from scheduler.config.defaults import (
     REMOVED_KUBE_PLUGINS,
     default_multi_point,
 )
+from scheduler.config.extenders import EXTENDER_PLUGIN, ignored_resources, in_call_order
 from scheduler.config.loading import validation_error_lines
 from scheduler.config.models import (
     CircuitBreakerConfig,
@@ -450,6 +451,9 @@ class _Resolver:
         for entries_at in ordered.values():
             for plugin_entry in entries_at:
                 enabled.setdefault(plugin_entry.name)
+        with_extenders = bool(config.extenders)
+        if with_extenders:
+            self.add_extender_plugin(ordered, enabled, config)
 
         extensions = profile.pluggable_scheduler
         for name in extensions.plugin_priorities:
@@ -462,6 +466,9 @@ class _Resolver:
             name: overrides[name] if name in overrides else self.catalog.default_priority(name)
             for name in enabled
         }
+        if with_extenders and EXTENDER_PLUGIN in priorities:
+            # kube binds through an interested binder extender before any Bind plugin.
+            priorities[EXTENDER_PLUGIN] = max(priorities.values()) + 1
         plugins = {
             point: tuple(sorted(entries_at, key=lambda e: -priorities[e.name]))
             for point, entries_at in ordered.items()
@@ -480,6 +487,8 @@ class _Resolver:
                 self.problem(f"{base}.plugins.bind", "at least one Bind plugin must be enabled")
 
         plugin_args = self.resolve_args(base, profile, enabled)
+        if with_extenders:
+            self.extender_args(plugin_args, config)
         self.check_plugin_budgets(
             f"{base}.pluggableScheduler.timeouts.plugins", extensions.timeouts.plugins
         )
@@ -500,6 +509,49 @@ class _Resolver:
             circuit_breaker=config.pluggable_scheduler.circuit_breaker,
             warnings=tuple(self.warnings[warnings_before:]),
         )
+
+    def add_extender_plugin(
+        self,
+        ordered: dict[ExtensionPoint, list[PluginEntry]],
+        enabled: dict[str, None],
+        config: SchedulerConfiguration,
+    ) -> None:
+        """Enable the built-in Extender plugin, first at Bind.
+
+        Its Bind returns Skip at once for a pod no binder extender is
+        interested in; being at Bind is also what makes the profile build it.
+        """
+        if EXTENDER_PLUGIN not in self.installed:
+            self.problem(
+                "extenders",
+                f"the built-in {EXTENDER_PLUGIN} plugin that runs them is not installed",
+            )
+            return
+        enabled.setdefault(EXTENDER_PLUGIN)
+        binds = ordered[ExtensionPoint.BIND]
+        if all(e.name != EXTENDER_PLUGIN for e in binds):
+            binds.insert(0, PluginEntry(EXTENDER_PLUGIN, 0))
+
+    def extender_args(
+        self, plugin_args: dict[str, BaseModel], config: SchedulerConfiguration
+    ) -> None:
+        """The Extender plugin's args, and NodeResourcesFit's ``ignoredResources``.
+
+        As kube's ``buildExtenders``: ignorable extenders are called last, and
+        the resources the extenders manage with ``ignoredByScheduler`` replace
+        NodeResourcesFit's ``ignoredResources`` in every profile.
+        """
+        model = self.catalog.args_model(EXTENDER_PLUGIN)
+        if model is not None:
+            plugin_args[EXTENDER_PLUGIN] = model.model_validate(
+                {"extenders": in_call_order(list(config.extenders))}
+            )
+        ignored = ignored_resources(list(config.extenders))
+        fit = plugin_args.get("NodeResourcesFit")
+        if ignored and fit is not None and "ignored_resources" in type(fit).model_fields:
+            plugin_args["NodeResourcesFit"] = fit.model_copy(
+                update={"ignored_resources": sorted(ignored)}
+            )
 
     def resolve_args(
         self, base: str, profile: SchedulerProfile, enabled: Mapping[str, None]

@@ -28,6 +28,7 @@ import structlog
 from scheduler.api.events import ActionType, ClusterEvent
 from scheduler.api.handle import ObjectStore
 from scheduler.api.status import Status
+from scheduler.config.extenders import EXTENDER_PLUGIN
 from scheduler.config.models import SchedulerConfiguration
 from scheduler.daemon.adapters import LIST_ITEM_KINDS, InformerStore, KubeIO, resource_path
 from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
@@ -355,8 +356,11 @@ class Daemon:
             profile.activate()
         self.profiles = profiles
         self.scheduler.use_profiles(profiles)
+        kept = {id(p.framework.plugins.get(EXTENDER_PLUGIN)) for p in profiles.values()}
         for profile in old.values():
             profile.framework.retire()
+            if id(profile.framework.plugins.get(EXTENDER_PLUGIN)) not in kept:
+                self.scheduler.spawn(_close_extenders(profile))
         for name in old.keys() - profiles.keys():
             self._handles.pop(name, None)
         removed, added = old.keys() - profiles.keys(), profiles.keys() - old.keys()
@@ -811,6 +815,8 @@ class Daemon:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for profile in self.profiles.values():
+            await _close_extenders(profile)
         await self.recorder.close()
         if self.control is not None:
             await self.control.stop()  # the health server with it
@@ -862,3 +868,11 @@ def _scheduler_name(raw: Mapping[str, Any]) -> str:
 def _pod_key(raw: Mapping[str, Any]) -> str:
     meta = raw.get("metadata") or {}
     return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+async def _close_extenders(profile: Profile) -> None:
+    """Close the connection pools of a profile's HTTP extenders (none: nothing to do)."""
+    runner = profile.framework.extenders
+    if runner is not None:
+        with contextlib.suppress(Exception):
+            await runner.step.close()

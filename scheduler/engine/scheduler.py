@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import structlog
 
 from scheduler.api.binding import BindOutcome, BindResult
@@ -29,9 +30,16 @@ from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
 from scheduler.observability.metrics import SchedulerMetrics
+from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
+
+
+def _rows_of(table: NodeTable, names: list[str]) -> NodeSet:
+    """``names`` as rows of ``table`` now (nodes deleted during an await drop out)."""
+    rows = [row for row in (table.row_of(n) for n in names) if row is not None]
+    return NodeSet(table, np.asarray(rows, dtype=np.int64))
 
 
 def _now_rfc3339() -> str:
@@ -122,7 +130,10 @@ class Scheduler:
             if not self._running.is_set() and not await self._wait_unpaused():
                 break
             try:
-                self.schedule_one(info)
+                if self._extender_takes_part(info):
+                    await self.schedule_one_split(info)
+                else:
+                    self.schedule_one(info)
             except Exception:  # a bug must cost one attempt, not the daemon
                 log.exception("scheduling cycle crashed", pod=info.pod.key)
                 self.queue.requeue_error(info)
@@ -222,6 +233,10 @@ class Scheduler:
     def resume(self) -> None:
         self._running.set()
 
+    def spawn(self, coro: Any) -> None:
+        """Run ``coro`` in the background; shutdown waits for it (briefly)."""
+        self._spawn(coro)
+
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._background.add(task)
@@ -229,12 +244,25 @@ class Scheduler:
 
     # -- scheduling cycle -----------------------------------------------------------
 
-    def schedule_one(self, info: QueuedPodInfo) -> None:
-        pod = info.pod
+    def _nothing_to_decide(self, pod: PodInfo) -> Profile | None:
+        """The pod's profile, or None (and the pod leaves the queue): not ours, being
+        deleted, or already placed."""
         profile = self.profiles.get(pod.scheduler_name)
         if profile is None or pod.deleting or pod.node_name or self.cache.table.has_pod(pod.key):
-            # Not ours, being deleted, or already placed: nothing to decide.
             self.queue.delete(pod.key)
+            return None
+        return profile
+
+    def _extender_takes_part(self, info: QueuedPodInfo) -> bool:
+        """Whether an HTTP extender is interested in the pod (its cycle then awaits)."""
+        profile = self.profiles.get(info.pod.scheduler_name)
+        runner = profile.framework.extenders if profile is not None else None
+        return runner is not None and runner.interested(info.pod)
+
+    def schedule_one(self, info: QueuedPodInfo) -> None:
+        pod = info.pod
+        profile = self._nothing_to_decide(pod)
+        if profile is None:
             return
         self.attempts += 1
         start = time.perf_counter()
@@ -245,6 +273,66 @@ class Scheduler:
         )
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
+        self._decided(profile, state, info, result, start)
+
+    async def schedule_one_split(self, info: QueuedPodInfo) -> None:
+        """The cycle of a pod an HTTP extender takes part in: it awaits the extenders.
+
+        Filter runs as in :meth:`schedule_one`; the extenders then filter and
+        score the feasible nodes over HTTP while the loop lets informers and
+        binding cycles run; Score and the choice follow on the nodes still in
+        the table. Only this pod's cycle waits: the loop is sequential, so no
+        other decision is made meanwhile (as in kube-scheduler, whose cycle
+        also waits for its extenders).
+        """
+        pod = info.pod
+        profile = self._nothing_to_decide(pod)
+        if profile is None:
+            return
+        runner = profile.framework.extenders
+        assert runner is not None
+        self.attempts += 1
+        start = time.perf_counter()
+        state = profile.framework.new_cycle_state()
+        algorithm = self.algorithms[pod.scheduler_name]
+        table = self.cache.table
+        result, feasible = algorithm.find_feasible(
+            state, pod, table, profile.resolved.percentage_of_nodes_to_score
+        )
+        if feasible is not None:
+            deadline = runner.deadline()
+            names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
+            feasible = _rows_of(table, names)
+            extra = []
+            if status.is_success() and len(feasible) > 1:
+                extra = await runner.prioritize(state, pod, feasible, deadline)
+                feasible = _rows_of(table, feasible.names)
+            if not status.is_success():
+                result.status = status
+                profile.framework.end_cycle(pod, algorithm.split_seconds)
+            else:
+                algorithm.pick_among(state, pod, feasible, result, list(extra))
+            if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
+                # Deleted, replaced or placed while the extenders answered.
+                log.info("pod changed during its extender calls", pod=pod.key)
+                return
+        else:
+            profile.framework.end_cycle(pod, algorithm.split_seconds)
+        if self.metrics is not None:
+            self.metrics.observe_algorithm(time.perf_counter() - start)
+        self._decided(profile, state, info, result, start)
+
+    def _decided(
+        self,
+        profile: Profile,
+        state: CycleState,
+        info: QueuedPodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure."""
+        pod = info.pod
+        framework = profile.framework
         node = result.node
         if node is None:
             self._handle_failure(profile, state, info, result.status, result, start)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,7 @@ from scheduler.framework.runtime import (
     PREFILTER_NARROWING_KEY,
     FilterOutcome,
     Framework,
+    PluginScores,
     ScoreOutcome,
 )
 from scheduler.state.nodetable import NodeSet, NodeTable
@@ -93,6 +95,8 @@ class Algorithm:
         self.nominator = nominator
         #: Reuse of node-local results across identical pods (see :mod:`.batching`).
         self.batch: BatchCache | None = BatchCache(framework) if batching else None
+        #: Seconds the first half of the current split cycle took (see find_feasible).
+        self.split_seconds = 0.0
         #: Whether a plugin allocates ResourceClaims' devices in this profile.
         self._allocates_devices = any(
             call.plugin == "DynamicResources" for call in framework.pre_filter_calls
@@ -164,28 +168,80 @@ class Algorithm:
     def _schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
     ) -> ScheduleResult:
+        result, feasible, signature = self._until_feasible(
+            state, pod, table, percentage, nominated=True
+        )
+        if feasible is not None:
+            self._pick(state, pod, feasible, signature, result)
+        return result
+
+    def find_feasible(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
+    ) -> tuple[ScheduleResult, NodeSet | None]:
+        """The first half of a split cycle (a pod an HTTP extender takes part in).
+
+        PreFilter, Filter (nominated pods' room held) and the sample, without
+        the nominated-node shortcut: the extenders must see every candidate.
+        None for the nodes when the result is final (a failure).
+        """
+        start = time.perf_counter()
+        try:
+            result, feasible, _ = self._until_feasible(
+                state, pod, table, percentage, nominated=False
+            )
+            return result, feasible
+        finally:
+            self.split_seconds = time.perf_counter() - start
+
+    def pick_among(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        feasible: NodeSet,
+        result: ScheduleResult,
+        extra: list[ExtraScores] | None = None,
+    ) -> ScheduleResult:
+        """The second half of a split cycle: Score ``feasible`` (plus ``extra``), choose."""
+        start = time.perf_counter()
+        try:
+            result.feasible_nodes = len(feasible)
+            if result.filter_outcome is not None:
+                result.filter_outcome.feasible = feasible
+            if not len(feasible):
+                result.status = Status(Code.UNSCHEDULABLE, (result.diagnosis.message(),))
+                return result
+            self._pick(state, pod, feasible, None, result, extra)
+            return result
+        finally:
+            if self.batch is not None and state.get(IGNORED_KEY):
+                self.batch.clear()
+            self.framework.end_cycle(pod, self.split_seconds + time.perf_counter() - start)
+
+    def _until_feasible(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int, nominated: bool
+    ) -> tuple[ScheduleResult, NodeSet | None, bytes | None]:
         all_nodes = table.all_nodes()
         diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
         refused = self._refuse_outright(pod, all_nodes, diagnosis)
         if refused is not None:
-            return refused
+            return refused, None, None
         pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
         if not status.is_success():
             _record_pre_filter_rejection(status, diagnosis)
-            return ScheduleResult(status, diagnosis=diagnosis)
+            return ScheduleResult(status, diagnosis=diagnosis), None, None
         nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
-        on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
-        if on_nominated is not None:
-            return on_nominated
+        if nominated:
+            on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
+            if on_nominated is not None:
+                return on_nominated, None, None
         signature = self._batch_signature(state, pod, pre_result, percentage)
         result = self._find_feasible(state, pod, nodes, diagnosis, signature)
         feasible = result.filter_outcome.feasible if result.filter_outcome else None
         if not result.status.is_success() or feasible is None:
-            return result
+            return result, None, None
         if percentage > 0:
             feasible = self._sample(feasible, len(all_nodes), percentage)
-        self._pick(state, pod, feasible, signature, result)
-        return result
+        return result, feasible, signature
 
     def _refuse_outright(
         self, pod: PodInfo, all_nodes: NodeSet, diagnosis: Diagnosis
@@ -274,9 +330,13 @@ class Algorithm:
         feasible: NodeSet,
         signature: bytes | None,
         result: ScheduleResult,
+        extra: list[ExtraScores] | None = None,
     ) -> None:
         """Score ``feasible`` and set ``result``'s node (a random one of the best), or its
-        status when PreScore or Score fails. A single feasible node is not scored."""
+        status when PreScore or Score fails. A single feasible node is not scored.
+
+        ``extra``: scores added to the plugins' total (the HTTP extenders', already
+        weighted as kube adds them), recorded per extender for ``explain``."""
         names = feasible.table.names
         if len(feasible) == 1:
             result.node = names[int(feasible.rows[0])]
@@ -300,6 +360,8 @@ class Algorithm:
         if not scores.status.is_success():
             result.status = scores.status
             return
+        if extra:
+            add_extra_scores(scores, feasible, extra)
         total = scores.total
         tied_rows = feasible.rows[total == total.max()]
         result.tied_rows = tied_rows
@@ -355,6 +417,29 @@ class Algorithm:
         idx = (np.arange(want) + start) % len(feasible)
         self.next_start = (start + want) % max(num_all, 1)
         return NodeSet(feasible.table, feasible.rows[idx])
+
+
+class ExtraScores(Protocol):
+    """Scores from outside the Score plugins (an HTTP extender's), by node name."""
+
+    extender: str
+    weight: int
+    raw: dict[str, int]
+
+    def final(self, node: str) -> int:
+        """What it adds to ``node``'s total."""
+
+
+def add_extra_scores(scores: ScoreOutcome, feasible: NodeSet, extra: list[ExtraScores]) -> None:
+    """Add each extra source's final scores to the total, kept per source for ``explain``."""
+    names = feasible.names
+    total = scores.total.astype(np.int64, copy=True)
+    for source in extra:
+        raw = np.fromiter((source.raw.get(n, 0) for n in names), dtype=np.int64, count=len(names))
+        final = np.fromiter((source.final(n) for n in names), dtype=np.int64, count=len(names))
+        scores.by_plugin[source.extender] = PluginScores(raw, raw, final)
+        total += final
+    scores.total = total
 
 
 def _record_pre_filter_rejection(status: Status, diagnosis: Diagnosis) -> None:

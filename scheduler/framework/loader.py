@@ -25,12 +25,21 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel
 
+from scheduler import __version__
 from scheduler.api.version import PLUGIN_API_VERSION, is_compatible, parse_api_version
 from scheduler.config.points import ExtensionPoint
 from scheduler.errors import UserError
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 
 ENTRY_POINT_GROUP = "scheduler.plugins"
+
+#: Built-in plugins the config enables by itself rather than by name (the
+#: Extender plugin runs ``extenders:``), found even where the installed
+#: distribution's metadata predates them. A target string, not an import:
+#: the framework never imports plugins.
+BUILTIN_TARGETS: dict[str, str] = {
+    "Extender": "scheduler.plugins.extender.plugin:Extender",
+}
 
 
 class PluginLoadError(UserError):
@@ -124,6 +133,11 @@ class PluginCatalog:
                 continue
             seen.add((ep.name, dist_name))
             entries.append(PluginEntry(ep.name, dist_name, version, ep.value, entry_point=ep))
+        names = {e.name for e in entries}
+        for name, target in BUILTIN_TARGETS.items():
+            if name not in names:
+                ep = md.EntryPoint(name=name, value=target, group=group)
+                entries.append(PluginEntry(name, "pluggable-scheduler", __version__, target, ep))
         return cls(entries)
 
     @classmethod

@@ -36,10 +36,12 @@ from scheduler.api.results import (
 )
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Node, Pod
+from scheduler.config.extenders import EXTENDER_PLUGIN
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
 from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
+from scheduler.framework.extenders import ExtenderRunner, ExtenderStep
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 from scheduler.observability.logging import get_logger
@@ -55,6 +57,9 @@ IGNORED_KEY = "framework/ignored-failures"
 """CycleState key of the :class:`IgnoredFailure` list of the attempt (absent: none)."""
 
 log = get_logger("scheduler.framework")
+
+#: Seconds the extender step may run past its extenders' own timeouts.
+EXTENDER_BUDGET_SLACK: Final = 1.0
 
 #: The extension point label of each hook, as metrics and messages name it.
 HOOK_LABELS: Final[dict[str, str]] = {
@@ -380,6 +385,8 @@ class Framework:
         self.pre_bind_calls = calls(ExtensionPoint.PRE_BIND, "pre_bind")
         self.bind_calls = calls(ExtensionPoint.BIND, "bind")
         self.post_bind_calls = calls(ExtensionPoint.POST_BIND, "post_bind")
+        #: The HTTP extenders' step between Filter and Score; None without extenders.
+        self.extenders = self._extender_runner()
         self._cycle_mark = list(self.call_seconds)
         self._window_mark = list(self.call_seconds)
         self.recorder.plugin_times(self.call_labels, self.call_seconds)
@@ -437,6 +444,40 @@ class Framework:
                 self.call_seconds.append(0.0)
                 self._abandoned.append(0)
         return out
+
+    def _extender_runner(self) -> ExtenderRunner | None:
+        """The Extender plugin's filter and prioritize step, as calls under its guards."""
+        step = self.plugins.get(EXTENDER_PLUGIN)
+        if not isinstance(step, ExtenderStep) or not getattr(step, "extenders", None):
+            return None
+        # Its own timeouts bound each call; the budget only catches a hung step.
+        budget = step.step_budget() + EXTENDER_BUDGET_SLACK
+        ignore = self.failure_policy.get(EXTENDER_PLUGIN) == "Ignore"
+
+        def call(point: str, hook: str, fn: Callable[..., Any]) -> PluginCall:
+            made = PluginCall(
+                EXTENDER_PLUGIN,
+                fn,
+                None,
+                point=point,
+                hook=hook,
+                budget=budget,
+                ignore=ignore,
+                breaker=self.breakers[EXTENDER_PLUGIN],
+                slot=len(self.call_labels),
+                profile=self.profile_name,
+            )
+            self.call_labels.append((point, EXTENDER_PLUGIN))
+            self.call_seconds.append(0.0)
+            self._abandoned.append(0)
+            return made
+
+        return ExtenderRunner(
+            self,
+            step,
+            call("Filter", "filter", step.filter_nodes),
+            call("Score", "score", step.prioritize_nodes),
+        )
 
     def _budget(self, hook: str, field_name: str, plugin: str) -> float:
         """The configured budget; for PreBind, more when the plugin declares a longer wait.

@@ -241,7 +241,10 @@ def test_all_problems_reported_together() -> None:
         ({"kind": "Pod"}, "kind: Input should be 'KubeSchedulerConfiguration'"),
         ({"leaderElection": {"leaseDuration": 15}}, "leaderElection.leaseDuration: must be a Go"),
         ({"leaderElection": {"retryPeriod": "2 s"}}, "leaderElection.retryPeriod: invalid"),
-        ({"extenders": [{"urlPrefix": "http://x"}]}, "extenders: scheduler extenders are not"),
+        (
+            {"extenders": [{"urlPrefix": "http://x", "weight": "1"}]},
+            "extenders[0].weight: Input should be",
+        ),
         ({"pluggableScheduler": {"serverAddress": "10259"}}, "pluggableScheduler.serverAddress"),
         ({"pluggableScheduler": {"timeouts": {"bind": "0s"}}}, "pluggableScheduler.timeouts.bind"),
         ({"profiles": [{"percentageOfNodesToScore": -1}]}, "profiles[0].percentageOfNodesToScore"),

@@ -1,0 +1,226 @@
+"""The extender step of a scheduling cycle: HTTP extenders between Filter and Score.
+
+kube-scheduler calls its extenders inside the scheduling cycle
+(``findNodesThatPassExtenders`` after the Filter plugins, then the
+extenders' Prioritize in ``prioritizeNodes``). Our cycle never awaits, so a
+pod that an extender is interested in takes a split cycle instead (see
+``engine/scheduler.py``): the synchronous part up to the feasible nodes,
+then this step's awaits, then Score and the choice on the nodes still
+there. Pods no extender is interested in never come here.
+
+The step is one plugin (the built-in ``Extender``, named by
+:data:`~scheduler.config.extenders.EXTENDER_PLUGIN`) called through the
+framework's async invocation: its budget, circuit breaker, failure policy
+and the watchdog apply as to any plugin. Each extender's own rules (kube's
+``ignorable``, ``httpTimeout``) are the plugin's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import Diagnosis, Rejection
+from scheduler.api.status import Code, Status
+from scheduler.api.views import Pod
+from scheduler.config.extenders import EXTENDER_PLUGIN, MAX_EXTENDER_PRIORITY
+from scheduler.state.nodetable import NodeSet
+from scheduler.state.pod import PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.framework.runtime import Framework, PluginCall
+
+MAX_NODE_SCORE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderNode:
+    """A node as sent to an extender: its name and API object, taken before any await."""
+
+    name: str
+    raw: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class ExtenderFilterVerdict:
+    """One extender's answer to a filter call (kube's ``Filter`` return values)."""
+
+    extender: str
+    #: Nodes it let through (in its order).
+    passed: list[str]
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ExtenderFilterOutcome:
+    """All interested extenders' filter calls, in order, each on what the last left."""
+
+    verdicts: list[ExtenderFilterVerdict] = field(default_factory=list)
+    #: What passed the last extender called.
+    passed: list[str] = field(default_factory=list)
+    #: Non-empty: a non-ignorable extender failed; kube's error text (fails the pod).
+    error: str = ""
+    #: Ignorable extenders that failed and were skipped: (extender, error).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExtenderScores:
+    """One extender's priorities, as kube adds them: ``score * weight * 10``."""
+
+    extender: str
+    weight: int
+    raw: dict[str, int]
+
+    def final(self, node: str) -> int:
+        return self.raw.get(node, 0) * self.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+
+
+@runtime_checkable
+class ExtenderStep(Protocol):
+    """What the framework needs of the ``Extender`` plugin."""
+
+    def interested(self, pod: Pod) -> bool:
+        """Whether any extender takes part in this pod's cycle (kube's ``IsInterested``)."""
+
+    def step_budget(self) -> float:
+        """Seconds the filter and prioritize calls of one pod may take in all."""
+
+    async def filter_nodes(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> ExtenderFilterOutcome:
+        """kube's ``findNodesThatPassExtenders``."""
+
+    async def prioritize_nodes(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> list[ExtenderScores]:
+        """Every interested prioritizer's scores (failures give no score, as in kube)."""
+
+    async def close(self) -> None:
+        """Close the extenders' connection pools."""
+
+
+#: Cycle-state key of the extenders' filter outcome (read by ``explain``).
+FILTER_KEY = "pluggable-scheduler/extender-filter"
+#: Cycle-state key of the extenders' scores.
+SCORES_KEY = "pluggable-scheduler/extender-scores"
+
+
+class ExtenderRunner:
+    """The framework's side of the step: calls under the plugin's guards."""
+
+    def __init__(
+        self,
+        framework: Framework,
+        step: ExtenderStep,
+        filter_call: PluginCall,
+        score_call: PluginCall,
+    ) -> None:
+        self.framework = framework
+        self.step = step
+        self.filter_call = filter_call
+        self.score_call = score_call
+
+    def interested(self, pod: PodInfo) -> bool:
+        return self.step.interested(pod)
+
+    def deadline(self) -> float:
+        """The pod's scheduling deadline for this step (a monotonic instant)."""
+        return time.monotonic() + self.step.step_budget()
+
+    async def filter(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        feasible: NodeSet,
+        diagnosis: Diagnosis,
+        deadline: float,
+    ) -> tuple[list[str], Status]:
+        """Names still feasible after the extenders, and Success or the pod's Error.
+
+        Rejected nodes go into ``diagnosis`` under the extender's name, with
+        the extender's reasons and code, as kube's ``NodeToStatus``.
+        """
+        from scheduler.framework.runtime import PluginFailure  # runtime imports this module
+
+        nodes = [ExtenderNode(n.name, n.raw) for n in feasible]
+        framework = self.framework
+        call = self.filter_call
+        try:
+            got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
+        except PluginFailure as failure:
+            if call.ignore:
+                framework._ignored(state, call, pod, failure)
+                return [n.name for n in nodes], Status.success()
+            return [], failure.status
+        if not isinstance(got, ExtenderFilterOutcome):
+            return [], framework._garbage(call, pod, got, "ExtenderFilterOutcome").status
+        state.write(FILTER_KEY, got)
+        record_rejections(got, feasible, diagnosis)
+        if got.error:
+            return [], Status(Code.ERROR, (got.error,), EXTENDER_PLUGIN)
+        return got.passed, Status.success()
+
+    async def prioritize(
+        self, state: CycleState, pod: PodInfo, feasible: NodeSet, deadline: float
+    ) -> list[ExtenderScores]:
+        """The extenders' scores; a failed call gives none (kube logs and goes on)."""
+        from scheduler.framework.runtime import PluginFailure  # runtime imports this module
+
+        nodes = [ExtenderNode(n.name, n.raw) for n in feasible]
+        framework = self.framework
+        call = self.score_call
+        try:
+            got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
+        except PluginFailure as failure:
+            framework._ignored(state, call, pod, failure)
+            return []
+        if not isinstance(got, list):
+            framework._ignored(
+                state, call, pod, framework._garbage(call, pod, got, "list of ExtenderScores")
+            )
+            return []
+        state.write(SCORES_KEY, got)
+        return got
+
+
+def record_rejections(
+    outcome: ExtenderFilterOutcome, feasible: NodeSet, diagnosis: Diagnosis
+) -> None:
+    """Each extender's failed nodes as a Rejection under its name (unresolvable first)."""
+    table = feasible.table
+    for verdict in outcome.verdicts:
+        entries: dict[str, tuple[int, str]] = {}
+        for name, reason in verdict.failed.items():
+            entries[name] = (int(Code.UNSCHEDULABLE), reason)
+        for name, reason in verdict.unresolvable.items():
+            entries[name] = (int(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), reason)
+        rows, codes, bits, reasons = [], [], [], []
+        index: dict[str, int] = {}
+        for name, (code, reason) in entries.items():
+            row = table.row_of(name)
+            if row is None:
+                continue
+            bit = index.setdefault(reason, len(index))
+            if bit >= 63:
+                bit = 62
+            rows.append(row)
+            codes.append(code)
+            bits.append(1 << bit)
+        reasons = list(index)[:63]
+        if rows:
+            diagnosis.add(
+                Rejection(
+                    verdict.extender,
+                    np.asarray(rows, dtype=np.int64),
+                    np.asarray(codes, dtype=np.int8),
+                    np.asarray(bits, dtype=np.uint64),
+                    reasons,
+                )
+            )

@@ -1,0 +1,1 @@
+"""HTTP scheduler extenders (kube-scheduler's ``extenders:``) as a built-in plugin."""

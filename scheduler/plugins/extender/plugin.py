@@ -1,0 +1,241 @@
+"""Extender: kube-scheduler's HTTP extenders (``extenders:``) in our framework.
+
+Config resolution enables this plugin in every profile when the config has
+``extenders`` (its args are that list, ignorable extenders moved last as
+kube does). The framework calls its filter and prioritize step between
+Filter and Score for the pods an extender is interested in
+(:mod:`scheduler.framework.extenders`); its Bind hook runs before the other
+Bind plugins and lets the interested ``bindVerb`` extender bind the pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from scheduler.api import CycleState, Plugin, Status, hookimpl
+from scheduler.api.status import Code
+from scheduler.api.views import Pod
+from scheduler.config.extenders import Extender as ExtenderConfig
+from scheduler.framework.extenders import (
+    ExtenderFilterOutcome,
+    ExtenderFilterVerdict,
+    ExtenderNode,
+    ExtenderScores,
+)
+from scheduler.observability.logging import get_logger
+from scheduler.plugins.extender import wire
+from scheduler.plugins.extender.client import ExtenderCallError, ExtenderClient
+
+log = get_logger("scheduler.plugins.extender")
+
+
+class ExtenderArgs(BaseModel):
+    """The plugin's args: the config's ``extenders``, in the order kube calls them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    extenders: list[ExtenderConfig] = Field(default_factory=list)
+
+
+def _requests_any(raw: Mapping[str, Any], names: frozenset[str]) -> bool:
+    """kube's ``IsInterested``: a container or init container requests or limits one."""
+    spec = raw.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            resources = container.get("resources") or {}
+            for part in ("requests", "limits"):
+                if any(name in names for name in resources.get(part) or {}):
+                    return True
+    return False
+
+
+class _One:
+    """One configured extender and its connection pool."""
+
+    def __init__(self, config: ExtenderConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.client = ExtenderClient(config)
+        self.managed = frozenset(r.name for r in config.managed_resources)
+
+    def interested(self, pod: Pod) -> bool:
+        return not self.managed or _requests_any(pod.raw, self.managed)
+
+    async def filter(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> ExtenderFilterVerdict:
+        config = self.config
+        body = wire.extender_args(
+            pod.raw, [(n.name, n.raw) for n in nodes], config.node_cache_capable
+        )
+        got = await self.client.send(config.filter_verb, body, deadline)
+        try:
+            answer = wire.parse_filter(got, config.node_cache_capable)
+        except wire.ExtenderAnswerError as err:
+            raise ExtenderCallError(
+                f"extender {self.name} answered {config.filter_verb} with an invalid "
+                f"ExtenderFilterResult: {err}"
+            ) from err
+        if answer.error:
+            raise ExtenderCallError(answer.error)
+        sent = {n.name for n in nodes}
+        passed = answer.node_names or []
+        if config.node_cache_capable and answer.node_names is not None:
+            for name in passed:
+                if name not in sent:
+                    raise ExtenderCallError(
+                        f"extender {self.name!r} claims a filtered node {name!r} which is not "
+                        "found in the input node list"
+                    )
+        return ExtenderFilterVerdict(
+            self.name, passed, answer.failed, answer.failed_and_unresolvable
+        )
+
+    async def prioritize(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> ExtenderScores:
+        config = self.config
+        body = wire.extender_args(
+            pod.raw, [(n.name, n.raw) for n in nodes], config.node_cache_capable
+        )
+        got = await self.client.send(config.prioritize_verb, body, deadline)
+        try:
+            pairs = wire.parse_priorities(got)
+        except wire.ExtenderAnswerError as err:
+            raise ExtenderCallError(
+                f"extender {self.name} answered {config.prioritize_verb} with an invalid "
+                f"HostPriorityList: {err}"
+            ) from err
+        raw: dict[str, int] = {}
+        for host, score in pairs:
+            raw[host] = raw.get(host, 0) + score
+        return ExtenderScores(self.name, config.weight, raw)
+
+    async def bind(self, pod: Pod, node: str) -> None:
+        body = wire.binding_args(pod.namespace, pod.name, pod.uid, node)
+        got = await self.client.send(self.config.bind_verb, body, None)
+        try:
+            error = wire.parse_binding(got)
+        except wire.ExtenderAnswerError as err:
+            raise ExtenderCallError(
+                f"extender {self.name} answered {self.config.bind_verb} with an invalid "
+                f"ExtenderBindingResult: {err}"
+            ) from err
+        if error:
+            raise ExtenderCallError(error)
+
+
+class Extender(Plugin):
+    """Every configured HTTP extender of the profile (see the module docstring)."""
+
+    api_version: ClassVar[str] = "2.0"
+    name: ClassVar[str] = "Extender"
+    Args: ClassVar[type[BaseModel]] = ExtenderArgs
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        parsed = args if isinstance(args, ExtenderArgs) else ExtenderArgs.model_validate(args or {})
+        self.extenders = [_One(c) for c in parsed.extenders]
+
+    # -- the framework's extender step (framework/extenders.py) -------------------
+
+    def interested(self, pod: Pod) -> bool:
+        return any(
+            (e.config.filter_verb or e.config.prioritize_verb) and e.interested(pod)
+            for e in self.extenders
+        )
+
+    def step_budget(self) -> float:
+        """Filters run one after another, prioritizers together: their timeouts add up."""
+        filters = sum(e.config.timeout for e in self.extenders if e.config.filter_verb)
+        scores = max(
+            (e.config.timeout for e in self.extenders if e.config.prioritize_verb), default=0.0
+        )
+        return filters + scores
+
+    async def filter_nodes(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> ExtenderFilterOutcome:
+        """kube's ``findNodesThatPassExtenders``: in order, each on what the last left."""
+        outcome = ExtenderFilterOutcome(passed=[n.name for n in nodes])
+        by_name = {n.name: n for n in nodes}
+        current = list(nodes)
+        for ext in self.extenders:
+            if not current:
+                break
+            if not ext.config.filter_verb or not ext.interested(pod):
+                continue
+            try:
+                verdict = await ext.filter(pod, current, deadline)
+            except ExtenderCallError as err:
+                if ext.config.ignorable:
+                    log.info(
+                        "Skipping extender as it returned error and has ignorable flag set",
+                        extender=ext.name,
+                        pod=f"{pod.namespace}/{pod.name}",
+                        error=str(err),
+                    )
+                    outcome.skipped.append((ext.name, str(err)))
+                    continue
+                outcome.error = str(err)
+                outcome.passed = []
+                return outcome
+            outcome.verdicts.append(verdict)
+            current = [by_name[n] for n in verdict.passed if n in by_name]
+            outcome.passed = [n.name for n in current]
+        return outcome
+
+    async def prioritize_nodes(
+        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+    ) -> list[ExtenderScores]:
+        """Every interested prioritizer at once; one that fails gives no score (as kube)."""
+        chosen = [e for e in self.extenders if e.config.prioritize_verb and e.interested(pod)]
+        got = await asyncio.gather(
+            *(e.prioritize(pod, nodes, deadline) for e in chosen), return_exceptions=True
+        )
+        out: list[ExtenderScores] = []
+        for ext, result in zip(chosen, got, strict=True):
+            if isinstance(result, ExtenderScores):
+                out.append(result)
+            elif isinstance(result, ExtenderCallError):
+                log.info(
+                    "Failed to run extender's priority function. No score given by this extender.",
+                    extender=ext.name,
+                    pod=f"{pod.namespace}/{pod.name}",
+                    error=str(result),
+                )
+            elif isinstance(result, BaseException):
+                raise result
+        return out
+
+    # -- Bind ---------------------------------------------------------------------
+
+    @hookimpl
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """kube's ``extendersBinding``: the first interested binder binds, or fails the pod."""
+        for ext in self.extenders:
+            if not ext.config.bind_verb or not ext.interested(pod):
+                continue
+            try:
+                await ext.bind(pod, node_name)
+            except ExtenderCallError as err:
+                if ext.config.ignorable:
+                    log.info(
+                        "Skipping extender in bind as it returned error and has ignorable flag set",
+                        extender=ext.name,
+                        pod=f"{pod.namespace}/{pod.name}",
+                        error=str(err),
+                    )
+                    continue
+                return Status(Code.ERROR, (str(err),))
+            return Status.success()
+        return Status(Code.SKIP)
+
+    async def close(self) -> None:
+        """Close every extender's connection pool."""
+        for ext in self.extenders:
+            await ext.client.close()

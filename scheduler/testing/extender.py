@@ -1,0 +1,150 @@
+"""A toy HTTP scheduler extender on loopback, speaking kube's extender JSON.
+
+For tests and examples: it filters by a node label (or a set of names),
+scores from a node label, binds through a callback (the caller's API
+client), and can misbehave on purpose (slow, 500, garbage), so the
+scheduler's handling of a bad extender can be checked against
+kube-scheduler's with the very same server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiohttp import web
+
+Mode = Literal["ok", "slow", "error", "garbage", "error-field"]
+Binder = Callable[[str, str, str, str], Awaitable[str]]
+"""``(namespace, name, uid, node) -> error text ('' when bound)``."""
+
+
+@dataclass
+class ToyExtender:
+    """What the toy extender answers; change the fields while it runs."""
+
+    #: Nodes without this label ``=true`` fail the filter (None: every node passes).
+    require_label: str | None = None
+    #: Nodes failed as UnschedulableAndUnresolvable, by name, with the reason.
+    unresolvable: dict[str, str] = field(default_factory=dict)
+    #: The node label the prioritize score (0..10) is read from.
+    score_label: str = "extender-score"
+    mode: Mode = "ok"
+    #: Seconds a ``slow`` answer waits.
+    delay: float = 10.0
+    binder: Binder | None = None
+    #: Every call: (verb, request body).
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    reason: str = "node(s) refused by the toy extender"
+    #: Node objects by name, as a nodeCacheCapable extender keeps them itself.
+    known_nodes: dict[str, Any] = field(default_factory=dict)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        for verb in ("filter", "prioritize", "bind"):
+            app.router.add_post(f"/{verb}", self._handler(verb))
+        return app
+
+    def _handler(self, verb: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            body = await request.json()
+            self.calls.append((verb, body))
+            if self.mode == "slow":
+                await asyncio.sleep(self.delay)
+            if self.mode == "error":
+                return web.Response(status=500, text="toy extender failure")
+            if self.mode == "garbage":
+                return web.Response(text="{not json", content_type="application/json")
+            if self.mode == "error-field" and verb != "prioritize":
+                return web.json_response({"error": "toy extender says no"})
+            answer = await getattr(self, f"_{verb}")(body)
+            return web.json_response(answer)
+
+        return handle
+
+    def _passes(self, node: Mapping[str, Any]) -> bool:
+        if self.require_label is None:
+            return True
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        return bool(labels.get(self.require_label) == "true")
+
+    def _nodes(self, body: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """The node names of an ExtenderArgs and, when sent, their objects."""
+        if body.get("nodenames") is not None:
+            return list(body["nodenames"]), {}
+        items = (body.get("nodes") or {}).get("items") or []
+        objects = {item["metadata"]["name"]: item for item in items}
+        return list(objects), objects
+
+    async def _filter(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        names, objects = self._nodes(body)
+        cache = objects or self.known_nodes
+        passed: list[str] = []
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        for name in names:
+            if name in self.unresolvable:
+                unresolvable[name] = self.unresolvable[name]
+            elif self._passes(cache.get(name, {})):
+                passed.append(name)
+            else:
+                failed[name] = self.reason
+        answer: dict[str, Any] = {
+            "failedNodes": failed,
+            "failedAndUnresolvableNodes": unresolvable,
+            "error": "",
+        }
+        if objects:
+            answer["nodes"] = {"items": [objects[n] for n in passed]}
+        else:
+            answer["nodenames"] = passed
+        return answer
+
+    async def _prioritize(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        names, objects = self._nodes(body)
+        cache = objects or self.known_nodes
+        out = []
+        for name in names:
+            labels = (cache.get(name, {}).get("metadata") or {}).get("labels") or {}
+            out.append({"host": name, "score": int(labels.get(self.score_label, "0"))})
+        return out
+
+    async def _bind(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        if self.binder is None:
+            return {"error": "the toy extender has no binder"}
+        error = await self.binder(
+            body["podNamespace"], body["podName"], body["podUID"], body["node"]
+        )
+        return {"error": error}
+
+    def verbs(self) -> list[str]:
+        return [verb for verb, _ in self.calls]
+
+
+class RunningExtender:
+    """A :class:`ToyExtender` served on ``127.0.0.1`` (``url`` is its urlPrefix)."""
+
+    def __init__(self, toy: ToyExtender) -> None:
+        self.toy = toy
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self, port: int = 0) -> RunningExtender:
+        runner = web.AppRunner(self.toy.app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", port)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        bound = sockets[0].getsockname()[1]
+        self._runner = runner
+        self.url = f"http://127.0.0.1:{bound}"
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
