@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import structlog
 
 from scheduler.api.binding import BindOutcome, BindResult
@@ -27,19 +26,13 @@ from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
 from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.extenders import schedule_with_extenders
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
 from scheduler.observability.metrics import SchedulerMetrics
-from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
-
-
-def _rows_of(table: NodeTable, names: list[str]) -> NodeSet:
-    """``names`` as rows of ``table`` now (nodes deleted during an await drop out)."""
-    rows = [row for row in (table.row_of(n) for n in names) if row is not None]
-    return NodeSet(table, np.asarray(rows, dtype=np.int64))
 
 
 def _now_rfc3339() -> str:
@@ -294,30 +287,18 @@ class Scheduler:
         self.attempts += 1
         start = time.perf_counter()
         state = profile.framework.new_cycle_state()
-        algorithm = self.algorithms[pod.scheduler_name]
-        table = self.cache.table
-        result, feasible = algorithm.find_feasible(
-            state, pod, table, profile.resolved.percentage_of_nodes_to_score
+        result = await schedule_with_extenders(
+            self.algorithms[pod.scheduler_name],
+            runner,
+            state,
+            pod,
+            self.cache.table,
+            profile.resolved.percentage_of_nodes_to_score,
         )
-        if feasible is not None:
-            deadline = runner.deadline()
-            names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
-            feasible = _rows_of(table, names)
-            extra = []
-            if status.is_success() and len(feasible) > 1:
-                extra = await runner.prioritize(state, pod, feasible, deadline)
-                feasible = _rows_of(table, feasible.names)
-            if not status.is_success():
-                result.status = status
-                profile.framework.end_cycle(pod, algorithm.split_seconds)
-            else:
-                algorithm.pick_among(state, pod, feasible, result, list(extra))
-            if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
-                # Deleted, replaced or placed while the extenders answered.
-                log.info("pod changed during its extender calls", pod=pod.key)
-                return
-        else:
-            profile.framework.end_cycle(pod, algorithm.split_seconds)
+        if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
+            # Deleted, replaced or placed while the extenders answered.
+            log.info("pod changed during its extender calls", pod=pod.key)
+            return
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
         self._decided(profile, state, info, result, start)

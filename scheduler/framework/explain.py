@@ -12,7 +12,9 @@ without an API client, so they can compute what they would do but cannot act.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,14 @@ from scheduler.api.status import Code, Status
 from scheduler.config.models import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration
 from scheduler.errors import UserError
 from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.extenders import FILTER_KEY as EXTENDER_FILTER_KEY
+from scheduler.framework.extenders import SCORES_KEY as EXTENDER_SCORES_KEY
+from scheduler.framework.extenders import (
+    ExtenderFilterOutcome,
+    ExtenderRunner,
+    ExtenderScores,
+    schedule_with_extenders,
+)
 from scheduler.framework.guard import IgnoredFailure
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
@@ -409,7 +419,12 @@ def explain(
 
     state = framework.new_cycle_state()
     algorithm = Algorithm(framework, seed=seed)
-    result = algorithm.schedule(state, pod, table, profile.resolved.percentage_of_nodes_to_score)
+    percentage = profile.resolved.percentage_of_nodes_to_score
+    runner = framework.extenders
+    if runner is not None and runner.interested(pod):
+        result = _with_extenders(algorithm, runner, state, pod, table, percentage)
+    else:
+        result = algorithm.schedule(state, pod, table, percentage)
 
     post_filter = _post_filter(profile, state, pod, result)
     plugin_times = sorted(
@@ -434,6 +449,16 @@ def explain(
         for c in framework.score_calls
     ]
     filter_plugins = [c.plugin for c in framework.filter_calls]
+    # The extenders that answered, after the plugins (kube calls them after Filter).
+    called: ExtenderFilterOutcome | None = state.get(EXTENDER_FILTER_KEY)
+    if called is not None:
+        filter_plugins += [v.extender for v in called.verdicts]
+        notes += [
+            f"extender {name} failed and is ignorable: skipped ({error})"
+            for name, error in called.skipped
+        ]
+    extender_scores: list[ExtenderScores] = state.get(EXTENDER_SCORES_KEY, [])
+    score_plugins += [ScorePlugin(e.extender, e.weight) for e in extender_scores]
     nodes = _node_reports(table, result, state, filter_plugins)
     _add_details(framework.plugins, nodes, state, pod)
     if result.score_outcome is None and result.node is not None and result.feasible_nodes == 1:
@@ -470,6 +495,35 @@ def explain(
         plugin_times=plugin_times,
         ignored=list(state.get(IGNORED_KEY, [])),
     )
+
+
+def _with_extenders(
+    algorithm: Algorithm,
+    runner: ExtenderRunner,
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    percentage: int,
+) -> ScheduleResult:
+    """The cycle with the HTTP extenders called, as the daemon calls them.
+
+    ``explain`` is synchronous: the calls run on an event loop of their own
+    (on a thread when the caller already runs one), and their connection
+    pools are closed with it.
+    """
+
+    async def cycle() -> ScheduleResult:
+        try:
+            return await schedule_with_extenders(algorithm, runner, state, pod, table, percentage)
+        finally:
+            await runner.step.close()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(cycle())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, cycle()).result()
 
 
 def _add_details(

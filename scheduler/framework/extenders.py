@@ -33,7 +33,9 @@ from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
 
 if TYPE_CHECKING:
+    from scheduler.framework.cycle import Algorithm, ScheduleResult
     from scheduler.framework.runtime import Framework, PluginCall
+    from scheduler.state.nodetable import NodeTable
 
 MAX_NODE_SCORE = 100
 
@@ -188,6 +190,44 @@ class ExtenderRunner:
             return []
         state.write(SCORES_KEY, got)
         return got
+
+
+def rows_of(table: NodeTable, names: list[str]) -> NodeSet:
+    """``names`` as rows of ``table`` now (nodes deleted during an await drop out)."""
+    rows = [row for row in (table.row_of(n) for n in names) if row is not None]
+    return NodeSet(table, np.asarray(rows, dtype=np.int64))
+
+
+async def schedule_with_extenders(
+    algorithm: Algorithm,
+    runner: ExtenderRunner,
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    percentage: int,
+) -> ScheduleResult:
+    """A whole split cycle: Filter, the extenders' filter and prioritize, Score, choice.
+
+    kube's ``schedulePod`` with extenders, shared by the daemon and ``explain``.
+    As in kube, a single feasible node is chosen without scores, so the
+    prioritizers are not called then.
+    """
+    result, feasible = algorithm.find_feasible(state, pod, table, percentage)
+    if feasible is None:
+        algorithm.framework.end_cycle(pod, algorithm.split_seconds)
+        return result
+    deadline = runner.deadline()
+    names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
+    if not status.is_success():
+        result.status = status
+        algorithm.framework.end_cycle(pod, algorithm.split_seconds)
+        return result
+    feasible = rows_of(table, names)
+    extra: list[ExtenderScores] = []
+    if len(feasible) > 1:
+        extra = await runner.prioritize(state, pod, feasible, deadline)
+        feasible = rows_of(table, feasible.names)
+    return algorithm.pick_among(state, pod, feasible, result, list(extra))
 
 
 def record_rejections(

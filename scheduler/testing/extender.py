@@ -10,6 +10,7 @@ kube-scheduler's with the very same server.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -148,3 +149,33 @@ class RunningExtender:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+class ThreadedExtender:
+    """A :class:`ToyExtender` served from a thread of its own (its own event loop).
+
+    For callers that block their own loop or have none: ``explain``,
+    ``simulate``, a synchronous test. Use as a context manager.
+    """
+
+    def __init__(self, toy: ToyExtender, port: int = 0) -> None:
+        self.toy = toy
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._running = RunningExtender(toy)
+
+    @property
+    def url(self) -> str:
+        return self._running.url
+
+    def __enter__(self) -> ThreadedExtender:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._running.start(self._port), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._running.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
