@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from scheduler.plugins.extender.wire import field_of
+
 Mode = Literal["ok", "slow", "error", "garbage", "error-field"]
 Binder = Callable[[str, str, str, str], Awaitable[str]]
 """``(namespace, name, uid, node) -> error text ('' when bound)``."""
@@ -59,7 +61,7 @@ class ToyExtender:
             if self.mode == "garbage":
                 return web.Response(text="{not json", content_type="application/json")
             if self.mode == "error-field" and verb != "prioritize":
-                return web.json_response({"error": "toy extender says no"})
+                return web.json_response({"Error": "toy extender says no"})
             answer = await getattr(self, f"_{verb}")(body)
             return web.json_response(answer)
 
@@ -73,9 +75,9 @@ class ToyExtender:
 
     def _nodes(self, body: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
         """The node names of an ExtenderArgs and, when sent, their objects."""
-        if body.get("nodenames") is not None:
-            return list(body["nodenames"]), {}
-        items = (body.get("nodes") or {}).get("items") or []
+        if field_of(body, "NodeNames") is not None:
+            return list(field_of(body, "NodeNames")), {}
+        items = (field_of(body, "Nodes") or {}).get("items") or []
         objects = {item["metadata"]["name"]: item for item in items}
         return list(objects), objects
 
@@ -93,14 +95,16 @@ class ToyExtender:
             else:
                 failed[name] = self.reason
         answer: dict[str, Any] = {
-            "failedNodes": failed,
-            "failedAndUnresolvableNodes": unresolvable,
-            "error": "",
+            "Nodes": None,
+            "NodeNames": None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": "",
         }
         if objects:
-            answer["nodes"] = {"items": [objects[n] for n in passed]}
+            answer["Nodes"] = {"metadata": {}, "items": [objects[n] for n in passed]}
         else:
-            answer["nodenames"] = passed
+            answer["NodeNames"] = passed
         return answer
 
     async def _prioritize(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -109,16 +113,19 @@ class ToyExtender:
         out = []
         for name in names:
             labels = (cache.get(name, {}).get("metadata") or {}).get("labels") or {}
-            out.append({"host": name, "score": int(labels.get(self.score_label, "0"))})
+            out.append({"Host": name, "Score": int(labels.get(self.score_label, "0"))})
         return out
 
     async def _bind(self, body: Mapping[str, Any]) -> dict[str, Any]:
         if self.binder is None:
-            return {"error": "the toy extender has no binder"}
+            return {"Error": "the toy extender has no binder"}
         error = await self.binder(
-            body["podNamespace"], body["podName"], body["podUID"], body["node"]
+            field_of(body, "PodNamespace"),
+            field_of(body, "PodName"),
+            field_of(body, "PodUID"),
+            field_of(body, "Node"),
         )
-        return {"error": error}
+        return {"Error": error}
 
     def verbs(self) -> list[str]:
         return [verb for verb, _ in self.calls]

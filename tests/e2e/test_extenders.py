@@ -82,14 +82,14 @@ async def test_filter_and_prioritize_decide_with_full_node_objects(
     verbs = toy.toy.verbs()
     assert verbs[:2] == ["filter", "prioritize"]
     sent = toy.toy.calls[0][1]
-    assert "nodenames" not in sent
-    names = {n["metadata"]["name"] for n in sent["nodes"]["items"]}
+    assert sent["NodeNames"] is None
+    names = {n["metadata"]["name"] for n in sent["Nodes"]["items"]}
     assert names == {cluster.node_name(s) for s in ("n1", "n2", "n3")}
-    assert toy.toy.calls[1][1]["nodes"]["items"][0]["metadata"]["name"] in {
+    assert toy.toy.calls[1][1]["Nodes"]["items"][0]["metadata"]["name"] in {
         cluster.node_name("n1"),
         cluster.node_name("n2"),
     }
-    assert sent["pod"]["metadata"]["name"] == "p"
+    assert sent["Pod"]["metadata"]["name"] == "p"
 
 
 async def test_managed_resources_node_cache_and_bind_verb(
@@ -122,12 +122,12 @@ async def test_managed_resources_node_cache_and_bind_verb(
     placed = await cluster.wait_bound(["gpu"])
     assert placed["gpu"] == cluster.node_name("n1")
     assert toy.toy.verbs() == ["filter", "bind"]
-    assert sorted(toy.toy.calls[0][1]["nodenames"]) == sorted(
+    assert sorted(toy.toy.calls[0][1]["NodeNames"]) == sorted(
         cluster.node_name(s) for s in ("n1", "n2", "n3")
     )
-    assert "nodes" not in toy.toy.calls[0][1]
+    assert toy.toy.calls[0][1]["Nodes"] is None
     bind = toy.toy.calls[1][1]
-    assert (bind["podName"], bind["podNamespace"], bind["node"]) == (
+    assert (bind["PodName"], bind["PodNamespace"], bind["Node"]) == (
         "gpu",
         cluster.namespace,
         cluster.node_name("n1"),

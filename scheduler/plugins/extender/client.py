@@ -57,6 +57,15 @@ def ssl_context(config: Extender) -> ssl.SSLContext | None:
     return context
 
 
+def _dial_error(err: aiohttp.ClientConnectorError) -> str:
+    """A failed connect as Go's net package words it (``dial tcp ...: connection refused``)."""
+    cause = err.os_error
+    where = f"{err.host}:{err.port}"
+    if isinstance(cause, ConnectionRefusedError):
+        return f"dial tcp {where}: connect: connection refused"
+    return f"dial tcp {where}: {cause.strerror or cause}"
+
+
 class ExtenderClient:
     """POSTs kube's extender JSON to ``urlPrefix/verb`` over one pooled session."""
 
@@ -103,10 +112,13 @@ class ExtenderClient:
                         )
                     text = await resp.read()
         except TimeoutError as err:
+            # Go's http.Client text, as kube-scheduler reports it.
             raise ExtenderCallError(
                 f'Post "{url}": context deadline exceeded (Client.Timeout exceeded while '
-                f"awaiting headers, after {timeout:g}s)"
+                "awaiting headers)"
             ) from err
+        except aiohttp.ClientConnectorError as err:
+            raise ExtenderCallError(f'Post "{url}": {_dial_error(err)}') from err
         except aiohttp.ClientError as err:
             raise ExtenderCallError(f'Post "{url}": {err}') from err
         try:

@@ -1,8 +1,12 @@
 """kube's extender wire format (``k8s.io/kube-scheduler/extender/v1``) as JSON.
 
-Requests are built from the API objects the scheduler holds; answers are
-checked field by field, so an extender that returns garbage fails with a
-message saying what was wrong instead of a KeyError deep in the scheduler.
+Those Go types have no JSON tags: kube-scheduler sends the Go field names
+(``Pod``, ``NodeNames``, ``PodUID``, a nil pointer as ``null``), and Go's
+decoder matches an answer's keys case-insensitively (``nodenames`` and
+``NodeNames`` are the same field). Requests here are byte-for-byte kube's
+shape; answers are read with Go's matching rule and checked field by field,
+so an extender that returns garbage fails with a message saying what was
+wrong instead of a KeyError deep in the scheduler.
 """
 
 from __future__ import annotations
@@ -27,28 +31,32 @@ def plain(value: Any) -> Any:
     return value
 
 
+def field_of(obj: Mapping[str, Any], name: str) -> Any:
+    """Go's ``encoding/json`` rule: the exact key, else one equal to it ignoring case."""
+    if name in obj:
+        return obj[name]
+    folded = name.casefold()
+    for key, value in obj.items():
+        if isinstance(key, str) and key.casefold() == folded:
+            return value
+    return None
+
+
 def extender_args(
     pod: Mapping[str, Any],
     nodes: Sequence[tuple[str, Mapping[str, Any]]],
     node_cache_capable: bool,
 ) -> dict[str, Any]:
-    """``ExtenderArgs``: the pod, and the nodes by name or as a ``NodeList``."""
-    body: dict[str, Any] = {"pod": plain(pod)}
+    """``ExtenderArgs``: the pod, and the nodes by name or as a ``NodeList`` (the other null)."""
     if node_cache_capable:
-        body["nodenames"] = [name for name, _ in nodes]
-    else:
-        body["nodes"] = {
-            "kind": "NodeList",
-            "apiVersion": "v1",
-            "metadata": {},
-            "items": [plain(raw) for _, raw in nodes],
-        }
-    return body
+        return {"Pod": plain(pod), "Nodes": None, "NodeNames": [name for name, _ in nodes]}
+    node_list = {"metadata": {}, "items": [plain(raw) for _, raw in nodes]}
+    return {"Pod": plain(pod), "Nodes": node_list, "NodeNames": None}
 
 
 def binding_args(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
     """``ExtenderBindingArgs``."""
-    return {"podName": name, "podNamespace": namespace, "podUID": uid, "node": node}
+    return {"PodName": name, "PodNamespace": namespace, "PodUID": uid, "Node": node}
 
 
 @dataclass(frozen=True)
@@ -79,39 +87,39 @@ def _failed_map(got: Any, key: str) -> dict[str, str]:
 
 
 def parse_filter(got: Any, node_cache_capable: bool) -> FilterAnswer:
-    """An ``ExtenderFilterResult`` (``nodenames`` counts only when nodeCacheCapable, as in kube)."""
-    body = _object(got, "filter result")
-    error = body.get("error") or ""
+    """An ``ExtenderFilterResult`` (``NodeNames`` counts only when nodeCacheCapable, as in kube)."""
+    body = _object(got, "ExtenderFilterResult")
+    error = field_of(body, "Error") or ""
     if not isinstance(error, str):
-        raise ExtenderAnswerError("error: expected a string")
+        raise ExtenderAnswerError("Error: expected a string")
     names: list[str] | None = None
-    raw_names = body.get("nodenames")
-    nodes = body.get("nodes")
+    raw_names = field_of(body, "NodeNames")
+    nodes = field_of(body, "Nodes")
     if node_cache_capable and raw_names is not None:
         if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
-            raise ExtenderAnswerError("nodenames: expected a list of strings")
+            raise ExtenderAnswerError("NodeNames: expected a list of strings")
         names = list(raw_names)
     elif nodes is not None:
-        items = _object(nodes, "nodes").get("items") or []
+        items = field_of(_object(nodes, "Nodes"), "items") or []
         if not isinstance(items, list):
-            raise ExtenderAnswerError("nodes.items: expected a list of nodes")
+            raise ExtenderAnswerError("Nodes.items: expected a list of nodes")
         names = []
         for i, item in enumerate(items):
-            meta = _object(item, f"nodes.items[{i}]").get("metadata")
-            name = meta.get("name") if isinstance(meta, Mapping) else None
+            meta = field_of(_object(item, f"Nodes.items[{i}]"), "metadata")
+            name = field_of(meta, "name") if isinstance(meta, Mapping) else None
             if not isinstance(name, str) or not name:
-                raise ExtenderAnswerError(f"nodes.items[{i}].metadata.name: expected a node name")
+                raise ExtenderAnswerError(f"Nodes.items[{i}].metadata.name: expected a node name")
             names.append(name)
     return FilterAnswer(
         names,
-        _failed_map(body.get("failedNodes"), "failedNodes"),
-        _failed_map(body.get("failedAndUnresolvableNodes"), "failedAndUnresolvableNodes"),
+        _failed_map(field_of(body, "FailedNodes"), "FailedNodes"),
+        _failed_map(field_of(body, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"),
         error,
     )
 
 
 def parse_priorities(got: Any) -> list[tuple[str, int]]:
-    """A ``HostPriorityList``: ``[{"host": ..., "score": ...}]``."""
+    """A ``HostPriorityList``: ``[{"Host": ..., "Score": ...}]``."""
     if got is None:
         return []
     if not isinstance(got, list):
@@ -121,18 +129,20 @@ def parse_priorities(got: Any) -> list[tuple[str, int]]:
     out = []
     for i, item in enumerate(got):
         entry = _object(item, f"[{i}]")
-        host, score = entry.get("host", ""), entry.get("score", 0)
+        host, score = field_of(entry, "Host"), field_of(entry, "Score")
+        host = "" if host is None else host
+        score = 0 if score is None else score
         if not isinstance(host, str):
-            raise ExtenderAnswerError(f"[{i}].host: expected a string")
+            raise ExtenderAnswerError(f"[{i}].Host: expected a string")
         if isinstance(score, bool) or not isinstance(score, int):
-            raise ExtenderAnswerError(f"[{i}].score: expected an integer")
+            raise ExtenderAnswerError(f"[{i}].Score: expected an integer")
         out.append((host, score))
     return out
 
 
 def parse_binding(got: Any) -> str:
     """An ``ExtenderBindingResult``: its ``error`` ('' when the extender bound the pod)."""
-    error = _object(got, "binding result").get("error") or ""
+    error = field_of(_object(got, "ExtenderBindingResult"), "Error") or ""
     if not isinstance(error, str):
-        raise ExtenderAnswerError("error: expected a string")
+        raise ExtenderAnswerError("Error: expected a string")
     return error
