@@ -65,7 +65,7 @@ class ExtenderManagedResource(_ExtenderModel):
 
 
 class Extender(_ExtenderModel):
-    """One HTTP extender, called as kube-scheduler calls it (see docs/extenders.md)."""
+    """One HTTP extender, called as kube-scheduler calls it (see [HTTP extenders](extenders.md))."""
 
     url_prefix: str = Field(
         alias="urlPrefix",

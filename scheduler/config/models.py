@@ -689,7 +689,8 @@ class SchedulerConfiguration(_ConfigModel):
     extenders: list[Extender] = Field(
         default_factory=list,
         description="HTTP extenders, called as kube-scheduler calls them (see "
-        "docs/extenders.md); pods no extender is interested in never wait for one.",
+        "[HTTP extenders](extenders.md)); pods no extender is interested in never wait "
+        "for one.",
     )
     enable_profiling: bool = Field(
         default=True, description="Accepted for compatibility (Go pprof endpoints)."

@@ -9,6 +9,7 @@ kube-scheduler's with the very same server.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -186,3 +187,31 @@ class ThreadedExtender:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m scheduler.testing.extender``: serve the toy extender until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="python -m scheduler.testing.extender",
+        description="A toy scheduler extender on 127.0.0.1 (filterVerb filter, "
+        "prioritizeVerb prioritize), for trying extenders with simulate and explain.",
+    )
+    parser.add_argument("--port", type=int, default=8888)
+    parser.add_argument(
+        "--require-label",
+        default=None,
+        help="nodes without LABEL=true fail the filter (default: every node passes)",
+    )
+    parser.add_argument(
+        "--score-label",
+        default="extender-score",
+        help="the node label its score (0..10) is read from",
+    )
+    args = parser.parse_args(argv)
+    toy = ToyExtender(require_label=args.require_label, score_label=args.score_label)
+    print(f"toy extender on http://127.0.0.1:{args.port}", flush=True)
+    web.run_app(toy.app(), host="127.0.0.1", port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
