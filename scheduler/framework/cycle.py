@@ -176,18 +176,24 @@ class Algorithm:
         return result
 
     def find_feasible(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        percentage: int,
+        nominated: bool = False,
     ) -> tuple[ScheduleResult, NodeSet | None]:
         """The first half of a split cycle (a pod an HTTP extender takes part in).
 
-        PreFilter, Filter (nominated pods' room held) and the sample, without
-        the nominated-node shortcut: the extenders must see every candidate.
-        None for the nodes when the result is final (a failure).
+        PreFilter, Filter (nominated pods' room held) and the sample. None for
+        the nodes when the result is final: a failure, or (with ``nominated``)
+        the pod's nominated node passing every Filter plugin, which the
+        extenders must then still pass (kube's ``evaluateNominatedNode``).
         """
         start = time.perf_counter()
         try:
             result, feasible, _ = self._until_feasible(
-                state, pod, table, percentage, nominated=False
+                state, pod, table, percentage, nominated=nominated
             )
             return result, feasible
         finally:

@@ -209,14 +209,28 @@ async def schedule_with_extenders(
     """A whole split cycle: Filter, the extenders' filter and prioritize, Score, choice.
 
     kube's ``schedulePod`` with extenders, shared by the daemon and ``explain``.
-    As in kube, a single feasible node is chosen without scores, so the
+    As in kube, a pod's nominated node is tried first (through the extenders
+    too), and a single feasible node is chosen without scores, so the
     prioritizers are not called then.
     """
-    result, feasible = algorithm.find_feasible(state, pod, table, percentage)
+    deadline = runner.deadline()
+    result, feasible = algorithm.find_feasible(state, pod, table, percentage, nominated=True)
+    spent = algorithm.split_seconds
+    if feasible is None and result.node is not None:
+        # The nominated node passed the plugins: it is chosen if the extenders
+        # pass it too; otherwise (or on their error, which kube only logs) the
+        # full cycle follows.
+        one = rows_of(table, [result.node])
+        names, status = await runner.filter(state, pod, one, Diagnosis(), deadline)
+        if status.is_success() and names:
+            algorithm.framework.end_cycle(pod, spent)
+            return result
+        result, feasible = algorithm.find_feasible(state, pod, table, percentage)
+        spent += algorithm.split_seconds
+    algorithm.split_seconds = spent
     if feasible is None:
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)
         return result
-    deadline = runner.deadline()
     names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
     if not status.is_success():
         result.status = status

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scheduler.config import API_VERSION, KIND, load_config
 from scheduler.framework.explain import explain
 from scheduler.framework.loader import PluginCatalog
@@ -82,3 +84,24 @@ def test_a_failing_extender_is_the_message() -> None:
         result = explain(nodes(), pod(), config(ext.url), PluginCatalog.discover())
     assert result.node is None
     assert result.message == f"failed filter with extender at URL {ext.url}/filter, code 500"
+
+
+@pytest.mark.parametrize(
+    ("nominated", "chosen", "filtered"),
+    [("a", "a", [["a"]]), ("c", "b", [["c"], ["a", "b", "c", "d"]])],
+)
+def test_a_nominated_node_is_tried_first_through_the_extenders(
+    nominated: str, chosen: str, filtered: list[list[str]]
+) -> None:
+    """kube's evaluateNominatedNode: the nominated node alone, plugins then extenders."""
+    toy = ToyExtender(require_label="ok")
+    waiting = {**pod(), "status": {"nominatedNodeName": nominated}}
+    with ThreadedExtender(toy) as ext:
+        result = explain(nodes(), waiting, config(ext.url), PluginCatalog.discover())
+    assert result.node == chosen
+    sent = [
+        sorted(n["metadata"]["name"] for n in body["Nodes"]["items"])
+        for verb, body in toy.calls
+        if verb == "filter"
+    ]
+    assert sent == filtered
