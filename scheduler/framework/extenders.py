@@ -41,11 +41,30 @@ MAX_NODE_SCORE = 100
 
 
 @dataclass(frozen=True, slots=True)
-class ExtenderNode:
-    """A node as sent to an extender: its name and API object, taken before any await."""
+class ExtenderNodes:
+    """Nodes as sent to extenders: names and API objects (aligned), taken before any await.
 
-    name: str
-    raw: Mapping[str, Any]
+    Node objects are replaced, never changed, when a node is updated, so the
+    references stay what they were when the cycle took them.
+    """
+
+    names: list[str]
+    raws: list[Mapping[str, Any]]
+
+    @classmethod
+    def of(cls, nodes: NodeSet) -> ExtenderNodes:
+        table_nodes = nodes.table.nodes
+        rows = nodes.rows.tolist()
+        return cls(nodes.names, [table_nodes[r].raw for r in rows])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def only(self, names: Sequence[str]) -> ExtenderNodes:
+        """These nodes narrowed to ``names`` (in that order; unknown names dropped)."""
+        position = dict(zip(self.names, range(len(self.names)), strict=True))
+        kept = [i for i in map(position.get, names) if i is not None]
+        return ExtenderNodes([self.names[i] for i in kept], [self.raws[i] for i in kept])
 
 
 @dataclass(slots=True)
@@ -91,16 +110,19 @@ class ExtenderStep(Protocol):
     def interested(self, pod: Pod) -> bool:
         """Whether any extender takes part in this pod's cycle (kube's ``IsInterested``)."""
 
+    def prioritizes(self, pod: Pod) -> bool:
+        """Whether any extender with a ``prioritizeVerb`` is interested in the pod."""
+
     def step_budget(self) -> float:
         """Seconds the filter and prioritize calls of one pod may take in all."""
 
     async def filter_nodes(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+        self, pod: Pod, nodes: ExtenderNodes, deadline: float
     ) -> ExtenderFilterOutcome:
         """kube's ``findNodesThatPassExtenders``."""
 
     async def prioritize_nodes(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+        self, pod: Pod, nodes: ExtenderNodes, deadline: float
     ) -> list[ExtenderScores]:
         """Every interested prioritizer's scores (failures give no score, as in kube)."""
 
@@ -151,7 +173,7 @@ class ExtenderRunner:
         """
         from scheduler.framework.runtime import PluginFailure  # runtime imports this module
 
-        nodes = [ExtenderNode(n.name, n.raw) for n in feasible]
+        nodes = ExtenderNodes.of(feasible)
         framework = self.framework
         call = self.filter_call
         try:
@@ -159,7 +181,7 @@ class ExtenderRunner:
         except PluginFailure as failure:
             if call.ignore:
                 framework._ignored(state, call, pod, failure)
-                return [n.name for n in nodes], Status.success()
+                return nodes.names, Status.success()
             return [], failure.status
         if not isinstance(got, ExtenderFilterOutcome):
             return [], framework._garbage(call, pod, got, "ExtenderFilterOutcome").status
@@ -175,7 +197,9 @@ class ExtenderRunner:
         """The extenders' scores; a failed call gives none (kube logs and goes on)."""
         from scheduler.framework.runtime import PluginFailure  # runtime imports this module
 
-        nodes = [ExtenderNode(n.name, n.raw) for n in feasible]
+        if not self.step.prioritizes(pod):
+            return []
+        nodes = ExtenderNodes.of(feasible)
         framework = self.framework
         call = self.score_call
         try:
@@ -194,7 +218,7 @@ class ExtenderRunner:
 
 def rows_of(table: NodeTable, names: list[str]) -> NodeSet:
     """``names`` as rows of ``table`` now (nodes deleted during an await drop out)."""
-    rows = [row for row in (table.row_of(n) for n in names) if row is not None]
+    rows = [row for row in map(table.index.get, names) if row is not None]
     return NodeSet(table, np.asarray(rows, dtype=np.int64))
 
 

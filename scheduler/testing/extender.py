@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ class ToyExtender:
     #: Every call: (verb, request body).
     calls: list[tuple[str, Any]] = field(default_factory=list)
     reason: str = "node(s) refused by the toy extender"
+    #: Whether ``calls`` records anything (off for a long-running no-op extender).
+    record: bool = True
     #: Node objects by name, as a nodeCacheCapable extender keeps them itself.
     known_nodes: dict[str, Any] = field(default_factory=dict)
 
@@ -49,12 +52,17 @@ class ToyExtender:
         app = web.Application()
         for verb in ("filter", "prioritize", "bind"):
             app.router.add_post(f"/{verb}", self._handler(verb))
+        app.router.add_get("/healthz", self._healthz)
         return app
+
+    async def _healthz(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok")
 
     def _handler(self, verb: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:
             body = await request.json()
-            self.calls.append((verb, body))
+            if self.record:
+                self.calls.append((verb, body))
             if self.mode == "slow":
                 await asyncio.sleep(self.delay)
             if self.mode == "error":
@@ -135,22 +143,24 @@ class ToyExtender:
 class RunningExtender:
     """A :class:`ToyExtender` served on ``127.0.0.1`` (``url`` is its urlPrefix)."""
 
-    def __init__(self, toy: ToyExtender) -> None:
+    def __init__(self, toy: ToyExtender, tls: ssl.SSLContext | None = None) -> None:
         self.toy = toy
+        self._tls = tls
         self._runner: web.AppRunner | None = None
         self.url = ""
 
     async def start(self, port: int = 0) -> RunningExtender:
         runner = web.AppRunner(self.toy.app(), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", port)
+        site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=self._tls)
         await site.start()
         server = site._server
         assert server is not None
         sockets = getattr(server, "sockets", None) or []
         bound = sockets[0].getsockname()[1]
         self._runner = runner
-        self.url = f"http://127.0.0.1:{bound}"
+        scheme = "https" if self._tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{bound}"
         return self
 
     async def stop(self) -> None:
@@ -208,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
         help="the node label its score (0..10) is read from",
     )
     args = parser.parse_args(argv)
-    toy = ToyExtender(require_label=args.require_label, score_label=args.score_label)
+    toy = ToyExtender(require_label=args.require_label, score_label=args.score_label, record=False)
     print(f"toy extender on http://127.0.0.1:{args.port}", flush=True)
     web.run_app(toy.app(), host="127.0.0.1", port=args.port, print=None, access_log=None)
 

@@ -11,7 +11,7 @@ Bind plugins and lets the interested ``bindVerb`` extender bind the pod.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +23,7 @@ from scheduler.config.extenders import Extender as ExtenderConfig
 from scheduler.framework.extenders import (
     ExtenderFilterOutcome,
     ExtenderFilterVerdict,
-    ExtenderNode,
+    ExtenderNodes,
     ExtenderScores,
 )
 from scheduler.observability.logging import get_logger
@@ -66,12 +66,10 @@ class _One:
         return not self.managed or _requests_any(pod.raw, self.managed)
 
     async def filter(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+        self, pod: Pod, nodes: ExtenderNodes, deadline: float
     ) -> ExtenderFilterVerdict:
         config = self.config
-        body = wire.extender_args(
-            pod.raw, [(n.name, n.raw) for n in nodes], config.node_cache_capable
-        )
+        body = wire.extender_args(pod.raw, nodes.names, nodes.raws, config.node_cache_capable)
         got = await self.client.send(config.filter_verb, body, deadline)
         try:
             answer = wire.parse_filter(got, config.node_cache_capable)
@@ -82,9 +80,9 @@ class _One:
             ) from err
         if answer.error:
             raise ExtenderCallError(answer.error)
-        sent = {n.name for n in nodes}
         passed = answer.node_names or []
         if config.node_cache_capable and answer.node_names is not None:
+            sent = set(nodes.names)
             for name in passed:
                 if name not in sent:
                     raise ExtenderCallError(
@@ -95,13 +93,9 @@ class _One:
             self.name, passed, answer.failed, answer.failed_and_unresolvable
         )
 
-    async def prioritize(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
-    ) -> ExtenderScores:
+    async def prioritize(self, pod: Pod, nodes: ExtenderNodes, deadline: float) -> ExtenderScores:
         config = self.config
-        body = wire.extender_args(
-            pod.raw, [(n.name, n.raw) for n in nodes], config.node_cache_capable
-        )
+        body = wire.extender_args(pod.raw, nodes.names, nodes.raws, config.node_cache_capable)
         got = await self.client.send(config.prioritize_verb, body, deadline)
         try:
             pairs = wire.parse_priorities(got)
@@ -149,6 +143,9 @@ class Extender(Plugin):
             for e in self.extenders
         )
 
+    def prioritizes(self, pod: Pod) -> bool:
+        return any(e.config.prioritize_verb and e.interested(pod) for e in self.extenders)
+
     def step_budget(self) -> float:
         """Filters run one after another, prioritizers together: their timeouts add up."""
         filters = sum(e.config.timeout for e in self.extenders if e.config.filter_verb)
@@ -158,12 +155,11 @@ class Extender(Plugin):
         return filters + scores
 
     async def filter_nodes(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+        self, pod: Pod, nodes: ExtenderNodes, deadline: float
     ) -> ExtenderFilterOutcome:
         """kube's ``findNodesThatPassExtenders``: in order, each on what the last left."""
-        outcome = ExtenderFilterOutcome(passed=[n.name for n in nodes])
-        by_name = {n.name: n for n in nodes}
-        current = list(nodes)
+        outcome = ExtenderFilterOutcome(passed=nodes.names)
+        current = nodes
         for ext in self.extenders:
             if not current:
                 break
@@ -185,12 +181,12 @@ class Extender(Plugin):
                 outcome.passed = []
                 return outcome
             outcome.verdicts.append(verdict)
-            current = [by_name[n] for n in verdict.passed if n in by_name]
-            outcome.passed = [n.name for n in current]
+            current = current if verdict.passed == current.names else current.only(verdict.passed)
+            outcome.passed = current.names
         return outcome
 
     async def prioritize_nodes(
-        self, pod: Pod, nodes: Sequence[ExtenderNode], deadline: float
+        self, pod: Pod, nodes: ExtenderNodes, deadline: float
     ) -> list[ExtenderScores]:
         """Every interested prioritizer at once; one that fails gives no score (as kube)."""
         chosen = [e for e in self.extenders if e.config.prioritize_verb and e.interested(pod)]

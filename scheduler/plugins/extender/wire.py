@@ -44,13 +44,14 @@ def field_of(obj: Mapping[str, Any], name: str) -> Any:
 
 def extender_args(
     pod: Mapping[str, Any],
-    nodes: Sequence[tuple[str, Mapping[str, Any]]],
+    names: Sequence[str],
+    raws: Sequence[Mapping[str, Any]],
     node_cache_capable: bool,
 ) -> dict[str, Any]:
     """``ExtenderArgs``: the pod, and the nodes by name or as a ``NodeList`` (the other null)."""
     if node_cache_capable:
-        return {"Pod": plain(pod), "Nodes": None, "NodeNames": [name for name, _ in nodes]}
-    node_list = {"metadata": {}, "items": [plain(raw) for _, raw in nodes]}
+        return {"Pod": plain(pod), "Nodes": None, "NodeNames": list(names)}
+    node_list = {"metadata": {}, "items": [plain(raw) for raw in raws]}
     return {"Pod": plain(pod), "Nodes": node_list, "NodeNames": None}
 
 
@@ -96,7 +97,7 @@ def parse_filter(got: Any, node_cache_capable: bool) -> FilterAnswer:
     raw_names = field_of(body, "NodeNames")
     nodes = field_of(body, "Nodes")
     if node_cache_capable and raw_names is not None:
-        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
+        if not isinstance(raw_names, list) or not all(type(n) is str for n in raw_names):
             raise ExtenderAnswerError("NodeNames: expected a list of strings")
         names = list(raw_names)
     elif nodes is not None:

@@ -391,15 +391,51 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def scheduler_config(qps: float) -> dict[str, Any]:
-    """The shared part of both schedulers' KubeSchedulerConfiguration."""
-    return {
+def scheduler_config(qps: float, extender: str | None = None) -> dict[str, Any]:
+    """The shared part of both schedulers' KubeSchedulerConfiguration.
+
+    ``extender``: the URL of a no-op HTTP extender both call for every pod
+    (``filterVerb`` with node names only, every node passes).
+    """
+    config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
         "clientConnection": {"qps": qps, "burst": int(qps), "contentType": "application/json"},
         "profiles": [{"schedulerName": workloads.SCHEDULER_NAME}],
     }
+    if extender is not None:
+        config["extenders"] = [
+            {"urlPrefix": extender, "filterVerb": "filter", "nodeCacheCapable": True}
+        ]
+    return config
+
+
+@contextlib.contextmanager
+def noop_extender(workdir: Path) -> Iterator[str]:
+    """The test kit's toy extender, passing every node, in a process of its own."""
+    port = _free_port()
+    log_path = workdir / "extender.log"
+    with open(log_path, "wb") as log:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "scheduler.testing.extender", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        asyncio.run(
+            _wait_ready(f"{url}/healthz", lambda: popen.poll() is None, 60, "the no-op extender")
+        )
+        yield url
+    finally:
+        popen.terminate()
+        try:
+            popen.wait(10)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.wait()
 
 
 async def _wait_ready(url: str, alive: Callable[[], bool], limit: float, what: str) -> None:
@@ -418,11 +454,15 @@ async def _wait_ready(url: str, alive: Callable[[], bool], limit: float, what: s
 
 @contextlib.contextmanager
 def run_ours(
-    server: ApiServer, workdir: Path, qps: float, profile_path: Path | None
+    server: ApiServer,
+    workdir: Path,
+    qps: float,
+    profile_path: Path | None,
+    extender: str | None = None,
 ) -> Iterator[SchedulerProcess]:
     """``python -m scheduler run`` as a child process (optionally under cProfile)."""
     port = _free_port()
-    config = scheduler_config(qps)
+    config = scheduler_config(qps, extender)
     config["pluggableScheduler"] = {"serverAddress": f"127.0.0.1:{port}"}
     config_path = workdir / "ours-config.json"
     config_path.write_text(json.dumps(config, indent=2))
@@ -470,14 +510,16 @@ def run_ours(
 
 
 @contextlib.contextmanager
-def run_kube(server: ApiServer, workdir: Path, qps: float) -> Iterator[SchedulerProcess]:
+def run_kube(
+    server: ApiServer, workdir: Path, qps: float, extender: str | None = None
+) -> Iterator[SchedulerProcess]:
     """The real kube-scheduler binary, /metrics open to this harness."""
     from scheduler.tools.controlplane import run_kube_scheduler
 
     started = time.perf_counter()
     with run_kube_scheduler(
         server.kubeconfig,
-        scheduler_config(qps),
+        scheduler_config(qps, extender),
         workdir=workdir / "kube-scheduler",
         verbosity=1,
         extra_args=["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
@@ -522,6 +564,8 @@ class Options:
     profile: bool = False
     profile_dir: Path = Path("perf-profiles")
     workdir: Path | None = None
+    #: Both schedulers call a no-op HTTP extender for every pod.
+    extender: bool = False
 
 
 def phase_timeout(options: Options, phase: Phase) -> float:
@@ -771,20 +815,33 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
 
         asyncio.run(setup())
         setup_seconds = time.perf_counter() - t0
-        launcher = (
-            run_ours(server, workdir, options.qps, profile_path)
-            if kind == "ours"
-            else run_kube(server, workdir, options.qps)
-        )
-        with launcher as proc:
-            if workload.memory_only:
-                result = asyncio.run(measure_memory(proc))
-            else:
-                result = asyncio.run(drive(server, workload, proc, options))
+        extender = noop_extender(workdir) if options.extender else contextlib.nullcontext(None)
+        with extender as url:
+            launcher = (
+                run_ours(server, workdir, options.qps, profile_path, url)
+                if kind == "ours"
+                else run_kube(server, workdir, options.qps, url)
+            )
+            result = _measure(workload, options, server, launcher)
             result["setup_seconds"] = setup_seconds
-            result["log"] = str(proc.log_path) if proc.log_path else None
     if profile_path is not None:
         result["profile"] = write_profile_summary(profile_path)
+    return result
+
+
+def _measure(
+    workload: Workload,
+    options: Options,
+    server: ApiServer,
+    launcher: contextlib.AbstractContextManager[SchedulerProcess],
+) -> dict[str, Any]:
+    """Start the scheduler and run the workload against it."""
+    with launcher as proc:
+        if workload.memory_only:
+            result = asyncio.run(measure_memory(proc))
+        else:
+            result = asyncio.run(drive(server, workload, proc, options))
+        result["log"] = str(proc.log_path) if proc.log_path else None
     return result
 
 
@@ -872,6 +929,7 @@ def run(
         "backend": options.backend,
         "schedulers": list(options.schedulers),
         "qps": options.qps,
+        "extender": options.extender,
         "results": results,
     }
 
@@ -948,6 +1006,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--profile-dir", type=Path, default=Path("perf-profiles"))
     parser.add_argument("--workdir", type=Path, help="keep configs and logs here")
+    parser.add_argument(
+        "--extender",
+        action="store_true",
+        help="configure both schedulers with one no-op HTTP extender (filterVerb, "
+        "nodeCacheCapable; the test kit's toy extender in its own process)",
+    )
     args = parser.parse_args(argv)
     schedulers = tuple(s.strip() for s in args.schedulers.split(",") if s.strip())
     bad = [s for s in schedulers if s not in report.SCHEDULER_LABELS]
@@ -969,6 +1033,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile=args.profile,
         profile_dir=args.profile_dir,
         workdir=args.workdir,
+        extender=args.extender,
     )
     result = run(
         args.workloads,
