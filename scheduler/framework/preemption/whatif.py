@@ -57,6 +57,8 @@ class PluginWhatIf:
         self._nominated = nominated
         # (what, pod, node name) in order: replayed for other pods' cycle states.
         self._edits: list[tuple[str, PodInfo, str]] = []
+        self._nominated_keys = {p.key for pods in nominated.values() for p in pods}
+        self._placed_nominated = False  # a nominated pod was added here (see _nominations)
 
     @property
     def pod(self) -> Pod:
@@ -95,6 +97,8 @@ class PluginWhatIf:
         info = cast(PodInfo, pod)
         self._table.add_pod(info, node_name)
         self._edits.append((_ADD, info, node_name))
+        if info.key in self._nominated_keys:
+            self._placed_nominated = True
         node = NodeInfo(self._table, row)
         status = self._framework.run_pre_filter_add_pod(self._state, self._pod, info, node)
         return status if status.is_success() else extension_failure(status)
@@ -109,7 +113,7 @@ class PluginWhatIf:
             return Status.unresolvable("node(s) didn't satisfy plugin(s) PreFilter")
         rows = np.asarray([row], dtype=np.int64)
         failures = filter_with_nominated(
-            self._framework, state, target, self._table, rows, self._nominated
+            self._framework, state, target, self._table, rows, self._nominations()
         )
         return failures.status(row) or Status.success()
 
@@ -126,9 +130,22 @@ class PluginWhatIf:
         if not len(rows):
             return []
         failures = filter_with_nominated(
-            self._framework, state, target, table, rows, self._nominated
+            self._framework, state, target, table, rows, self._nominations()
         )
         return [names[r] for r in rows.tolist() if r not in failures]
+
+    def _nominations(self) -> Mapping[int, Sequence[PodInfo]]:
+        """The nominated pods whose room counts: those placed in this what-if are in
+        the table already (kube counts a nominated pod once)."""
+        if not self._placed_nominated:
+            return self._nominated
+        table = self._table
+        out: dict[int, Sequence[PodInfo]] = {}
+        for row, pods in self._nominated.items():
+            kept = [p for p in pods if not table.has_pod(p.key)]
+            if kept:
+                out[row] = kept
+        return out
 
     def _prepare(self, pod: Pod | None) -> tuple[CycleState, PodInfo, set[str] | None] | Status:
         """The cycle state to filter ``pod`` with, the pod, and the nodes its PreFilter
