@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler.errors import UserError
-    from scheduler.testing.kit import PluginTestKit, installed_plugin
+    from scheduler.testing.kit import (
+        PluginTestKit,
+        PostFilterOutcome,
+        RecordingClient,
+        installed_plugin,
+    )
     from scheduler.testing.objects import make_node, make_pod
 
 __all__ = [

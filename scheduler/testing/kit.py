@@ -79,6 +79,7 @@ class RecordingClient:
         content_type: str = "application/json",
         query: Mapping[str, str] | None = None,
     ) -> Any:
+        """Record ``(method, path, body)``; every request succeeds with ``{}``."""
         self.requests.append((method, path, body))
         return {}
 
