@@ -292,7 +292,6 @@ class RunningScheduler:
                 or counts["in_flight"]
                 or self.daemon.scheduler.busy
                 or self.daemon.cache.assumed
-                or self.daemon.preempting
             )
             quiet = 0 if busy else quiet + 1
             if time.monotonic() > deadline:
