@@ -1067,6 +1067,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    for name in args.workloads:  # sizes a workload cannot take are an error before any run
+        try:
+            workloads.build(
+                name,
+                args.scale,
+                nodes=args.nodes,
+                init_pods=args.init_pods,
+                pods=args.pods,
+                duration=args.duration,
+            )
+        except ValueError as error:
+            raise SystemExit(f"bench perf: {name}: {error}") from None
     options = Options(
         backend=args.backend,
         schedulers=args.schedulers,
