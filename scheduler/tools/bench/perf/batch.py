@@ -21,6 +21,7 @@ ship them unchanged from scheduler-plugins (:func:`crd_manifests`).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -52,12 +53,17 @@ def crd_manifests(workload: Workload) -> list[dict[str, Any]]:
     crds: list[dict[str, Any]] = []
     for plugin in workload.plugins:
         distribution, module_name, function = CRD_SOURCES[plugin]
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
+        if importlib.util.find_spec(module_name) is None:
             raise RuntimeError(
                 f"{workload.name} needs {plugin} from the {distribution} distribution, "
                 f"which is not installed (pip install -e plugins-contrib/{distribution})"
+            )
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise RuntimeError(
+                f"{workload.name} needs {plugin} from the {distribution} distribution, "
+                f"which is installed but cannot be imported: {error}"
             ) from None
         text = str(getattr(module, function)())
         crds += [doc for doc in yaml.safe_load_all(text) if doc]
