@@ -79,7 +79,7 @@ def test_a_quota_under_its_min_reclaims_exactly_what_it_needs_from_a_borrower() 
     # a (min 2) borrows b's unused min: it runs 4 on the only node.
     c = cluster([quota("a", 2, 4), quota("b", 2, 4)], running("a", "a", 4, "n1"))
     b0 = kpod("b0", namespace="b", req=CPU1)
-    state, status = pre_filter(c, c.pod(b0))
+    _, status = pre_filter(c, c.pod(b0))
     assert status.code is Code.UNSCHEDULABLE
     assert status.message() == (
         "Pod b/b0 is rejected in PreFilter because total ElasticQuota used is more than min"
