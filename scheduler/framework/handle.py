@@ -13,6 +13,7 @@ from typing import Any, Protocol, cast
 import structlog
 
 from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, WaitingPod
+from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
 from scheduler.state.nodetable import NodeTable
@@ -185,6 +186,16 @@ class FrameworkHandle:
     def record_preemption_victims(self, victims: int) -> None:
         if self._metrics:
             self._metrics[0].observe_preemption_victims(victims)
+
+    def preemption(self, policy: PreemptionPolicy) -> Preemption:
+        """An evaluator for ``policy``; it reads the live table, which API 2.x plugins
+        themselves may not."""
+        # Imported here: the evaluator drives the framework, which imports this module.
+        from scheduler.framework.preemption.evaluator import Evaluator, PluginPreemption
+
+        internal = self.for_plugin(self._plugin_name, legacy_table=True)
+        name = self._plugin_name or type(policy).__name__
+        return PluginPreemption(Evaluator(name, internal, cast(Any, policy)))
 
     def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
         if not self._nominator:

@@ -26,6 +26,7 @@ scheduler-plugins' ``pkg/capacityscheduling``:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
@@ -34,16 +35,28 @@ from scheduler.api import (
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
+    Diagnosis,
     Handle,
     Node,
     Nodes,
     Plugin,
     Pod,
+    PostFilterResult,
+    QueueingHint,
     Resource,
     Status,
     hookimpl,
 )
+from scheduler.api.preemption import (
+    PDB_RESOURCE,
+    Candidate,
+    DisruptionBudget,
+    Victims,
+    WhatIf,
+    pick_one_node,
+)
 
+from scheduler_plugin_capacityscheduling import preemption
 from scheduler_plugin_capacityscheduling.book import QuotaBook, view_uid
 from scheduler_plugin_capacityscheduling.quota import (
     GROUP,
@@ -82,6 +95,22 @@ def over_min_message(pod: Pod) -> str:
     )
 
 
+def _bound_pod_deleted(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """Only a pod that was charged (on a node) frees quota when it goes.
+
+    scheduler-plugins requeues on every pod deletion; under churn, deleting
+    pending pods would retry every pod this plugin rejected for nothing.
+    """
+    if not isinstance(old, Mapping):
+        return QueueingHint.QUEUE
+    spec = old.get("spec")
+    return (
+        QueueingHint.QUEUE
+        if isinstance(spec, Mapping) and spec.get("nodeName")
+        else QueueingHint.SKIP
+    )
+
+
 @dataclass(slots=True)
 class PreFilterState:
     """What PreFilter computed for the pod (scheduler-plugins' ``PreFilterState``).
@@ -99,9 +128,9 @@ class PreFilterState:
 class CapacityScheduling(Plugin):
     """Elastic quotas: see the module docstring for the decisions."""
 
-    api_version: ClassVar[str] = "2.0"
+    api_version: ClassVar[str] = "2.1"
     name: ClassVar[str] = NAME
-    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (ELASTIC_QUOTAS, PODS)
+    watches: ClassVar[tuple[tuple[str, str, str], ...]] = (ELASTIC_QUOTAS, PODS, PDB_RESOURCE)
 
     def __init__(self, args: Any, handle: Handle) -> None:
         super().__init__(args, handle)
@@ -112,6 +141,15 @@ class CapacityScheduling(Plugin):
         self.status_writer = StatusWriter(
             self.book, self._quotas, lambda: handle.client, handle.logger, STATUS_INTERVAL
         )
+        self.preemption = handle.preemption(self)
+        # The cycle state and pod of the PostFilter call in progress: kube's
+        # preemptor carries them for the policy methods, which are not given them.
+        self._post_filter_state: CycleState | None = None
+        self._preemptor: Pod | None = None
+        # Preemptor uid -> uids of the victims it evicted. While a victim is
+        # still charged, its charge stands in for the preemptor's nomination
+        # (see ``_nominated_requests``).
+        self._evicting: dict[str, frozenset[str]] = {}
 
     # -- PreFilter ----------------------------------------------------------------------
 
@@ -144,15 +182,25 @@ class CapacityScheduling(Plugin):
     def _nominated_requests(self, pod: Pod, quotas: QuotaSet) -> tuple[Vector, Vector]:
         """Requests of pods nominated elsewhere that hold quota room before this pod.
 
-        Pods already charged (assumed or bound) are in ``used`` already.
+        Pods already charged (assumed or bound) are in ``used`` already. So
+        are, for a while, the victims of a preemption this plugin made: until
+        they are gone, their charges hold the room their preemptor will take,
+        and counting the preemptor as well would count that room twice (and
+        make the next preemption evict one pod too many).
         """
         in_quota: Vector = {}
         total: Vector = {}
         me = view_uid(pod)
+        charged = self.book.charged
+        self._evicting = {
+            uid: victims
+            for uid, victims in self._evicting.items()
+            if not charged(uid) and any(charged(v) for v in victims)
+        }
         for nominated in self.handle.nominated_pods().values():
             for other in nominated:
                 uid = view_uid(other)
-                if uid == me or self.book.charged(uid):
+                if uid == me or charged(uid) or uid in self._evicting:
                     continue
                 info = quotas.get(other.namespace)
                 if info is None:
@@ -186,6 +234,71 @@ class CapacityScheduling(Plugin):
         if isinstance(snapshot, QuotaSet):
             snapshot.release(pod_to_remove.namespace, view_uid(pod_to_remove))
         return None
+
+    # -- PreEnqueue / PostFilter: preemption ------------------------------------------------
+
+    @hookimpl
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Hold a pod back while the victims of its preemption are being deleted."""
+        return self.preemption.admit(pod)
+
+    @hookimpl
+    def post_filter(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> PostFilterResult:
+        """Preempt with CapacityScheduling's victim rules (see :mod:`.preemption`)."""
+        self._post_filter_state, self._preemptor = state, pod
+        try:
+            result = self.preemption.preempt(state, pod, diagnosis)
+        finally:
+            self._post_filter_state, self._preemptor = None, None
+        status = result.status
+        if status.message():
+            status = Status(status.code, ("preemption: " + status.message(),), status.plugin)
+        return PostFilterResult(status, result.nominated_node_name)
+
+    def pod_eligible_to_preempt_others(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:
+        """kube's ``PodEligibleToPreemptOthers`` with scheduler-plugins' quota rules."""
+        state = self._post_filter_state
+        quotas = state.get(SNAPSHOT_KEY) if state is not None else None
+        pre = state.get(PRE_FILTER_KEY) if state is not None else None
+        return preemption.eligible(
+            self.handle,
+            pod,
+            diagnosis,
+            quotas if isinstance(quotas, QuotaSet) else None,
+            pre.in_quota if isinstance(pre, PreFilterState) else None,
+        )
+
+    def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
+        """kube's choice among the candidates; the chosen victims are remembered."""
+        chosen = pick_one_node(candidates, now_ns)
+        if self._preemptor is not None:
+            self._evicting[view_uid(self._preemptor)] = frozenset(
+                view_uid(v) for v in chosen.victims
+            )
+        return chosen
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """Every potential node, from the first (scheduler-plugins' preemptor)."""
+        return 0, num_nodes
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node: Node,
+        what_if: WhatIf,
+        budgets: Sequence[DisruptionBudget],
+    ) -> Victims:
+        """kube's ``SelectVictimsOnNode`` with the quota rules (see :mod:`.preemption`)."""
+        quotas = state.get(SNAPSHOT_KEY)
+        pre = state.get(PRE_FILTER_KEY)
+        if not isinstance(quotas, QuotaSet) or not isinstance(pre, PreFilterState):
+            return Victims(
+                [], 0, Status.unschedulable("Failed to read elasticQuotaSnapshot from cycleState")
+            )
+        return preemption.select_victims_on_node(
+            state, pod, node, what_if, budgets, quotas, pre.request, pre.in_quota, pre.total
+        )
 
     # -- Reserve ------------------------------------------------------------------------
 
@@ -221,8 +334,8 @@ class CapacityScheduling(Plugin):
 
     @hookimpl
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A deleted pod frees quota; a changed ElasticQuota may raise max or min."""
+        """A deleted pod that ran frees quota; a changed ElasticQuota may raise max or min."""
         return [
-            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _bound_pod_deleted),
             ClusterEventWithHint(ClusterEvent(KIND, ActionType.ALL)),
         ]

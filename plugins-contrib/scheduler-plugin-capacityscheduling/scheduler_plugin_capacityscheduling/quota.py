@@ -89,8 +89,9 @@ class QuotaSpec:
             for resource, low in min_.items():
                 high = max_.get(resource)
                 if high is not None and low > high:
+                    given = (raw_min or {}).get(resource)
                     raise QuotaError(
-                        f"{full}: spec.min.{resource} ({(raw_min or {}).get(resource)}) is greater than "
+                        f"{full}: spec.min.{resource} ({given}) is greater than "
                         f"spec.max.{resource} ({raw_max[resource]})"
                     )
         names = {str(k) for k in (raw_min or {})} | {str(k) for k in (raw_max or {})}
