@@ -78,7 +78,7 @@ async def test_pods_in_flight_hold_the_quota_and_a_failed_binding_gives_it_back(
     # p-1's binding then fails: its charge must be released for another pod.
     failed = faults.fail(500, verb="create", path=r"/pods/p-1/binding$", count=1)
     sched = await running_scheduler(cluster, config=CONFIG)
-    plugin = sched.daemon.profiles[PROFILE].framework.plugins["CapacityScheduling"]
+    plugin = sched.plugin("CapacityScheduling")
     assert isinstance(plugin, CapacityScheduling)
 
     peaks: list[int] = []
@@ -149,7 +149,7 @@ async def test_a_binding_whose_answer_was_lost_keeps_its_charge(
         500, verb="create", path=r"/pods/p-0/binding$", count=1, after=True
     )
     sched = await running_scheduler(cluster, config=CONFIG)
-    plugin = sched.daemon.profiles[PROFILE].framework.plugins["CapacityScheduling"]
+    plugin = sched.plugin("CapacityScheduling")
     cluster.create(pod("p-0"))
     await until(lambda: lost.hits == 1, "p-0's binding answer to be lost")
     cluster.create(pod("p-1"))
