@@ -159,6 +159,11 @@ class CapacityScheduling(Plugin):
         self.book.sync()
         self.status_writer.ensure_running(self)
         snapshot = self.book.snapshot()
+        uid = view_uid(pod)
+        if self.book.in_flight_charge(uid):
+            # Charged by an earlier attempt that failed (still in doubt): its
+            # own charge must not count against it a second time.
+            snapshot.release(pod.namespace, uid)
         state.write(SNAPSHOT_KEY, snapshot)
         request = pod_vector(pod.requests)
         spec = self.book.specs.get(pod.namespace)
