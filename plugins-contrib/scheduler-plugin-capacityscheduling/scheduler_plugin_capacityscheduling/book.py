@@ -87,6 +87,9 @@ class QuotaBook:
         self.bound_version = 0
         # Unreserved pods still charged: uid -> (since when, the store's object then).
         self._doubtful: dict[str, tuple[float, Mapping[str, Any] | None]] = {}
+        #: Moves whenever a charge in doubt is released: room that no cluster
+        #: event announces (the plugin then retries the pods it rejected).
+        self.released_doubts = 0
         #: Monotonic clock for the doubt period (tests replace it).
         self.clock: Callable[[], float] = time.monotonic
 
@@ -194,7 +197,8 @@ class QuotaBook:
             self.bound_version += 1
 
     def _release(self, uid: str) -> None:
-        self._doubtful.pop(uid, None)
+        if self._doubtful.pop(uid, None) is not None:
+            self.released_doubts += 1
         charge = self._charges.pop(uid, None)
         if charge is None:
             return
