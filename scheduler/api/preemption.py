@@ -199,6 +199,11 @@ class Preemption(Protocol):
     def what_if(self, state: CycleState, pod: Pod) -> AbstractContextManager[WhatIf]:
         """A what-if over every node for the preemptor ``pod`` (reverted on exit)."""
 
+    def pod(self, obj: Mapping[str, Any]) -> Pod:
+        """A pod API object (e.g. a group's pending member from ``handle.store``) parsed
+        as the scheduler parses pods, to place it in a what-if; a ValueError names a
+        pod that cannot be scheduled as written."""
+
     def evict(self, pod: Pod, candidate: Candidate) -> None:
         """Carry out a preemption the plugin decided itself: evict ``candidate.victims``
         (in the background; ``admit`` holds ``pod`` meanwhile) and clear lower-priority

@@ -39,6 +39,13 @@ class PreemptionMetrics(Protocol):
     def observe_preemption_victims(self, victims: int) -> None: ...
 
 
+class PreemptionExecutor(Protocol):
+    """What the handle asks of the executors its plugins' preemptions run on."""
+
+    @property
+    def busy(self) -> bool: ...
+
+
 class HandleUnavailable(RuntimeError):
     """A plugin used a capability this way of running the scheduler does not offer."""
 
@@ -145,6 +152,7 @@ class FrameworkHandle:
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
         self._metrics: list[PreemptionMetrics] = []  # likewise
+        self._executors: list[PreemptionExecutor] = []  # likewise
 
     def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``.
@@ -166,6 +174,7 @@ class FrameworkHandle:
         copy._framework = self._framework
         copy._nominator = self._nominator
         copy._metrics = self._metrics
+        copy._executors = self._executors
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
@@ -178,6 +187,15 @@ class FrameworkHandle:
     def set_metrics(self, metrics: PreemptionMetrics | None) -> None:
         """Where the preemption counts go (none where nothing is exported, e.g. ``explain``)."""
         self._metrics[:] = [metrics] if metrics is not None else []
+
+    def register_executor(self, executor: PreemptionExecutor) -> None:
+        """An executor of this profile's preemptions (see :attr:`preempting`)."""
+        self._executors.append(executor)
+
+    @property
+    def preempting(self) -> bool:
+        """Whether a preemption of this profile is still evicting or awaiting its victims."""
+        return any(e.busy for e in self._executors)
 
     def record_preemption_attempt(self) -> None:
         if self._metrics:

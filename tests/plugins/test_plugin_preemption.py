@@ -314,3 +314,27 @@ async def test_evict_deletes_victims_on_any_node_and_holds_the_preemptor() -> No
         await asyncio.sleep(0.01)
     deleted = sorted(r["path"] for r in cluster.client.requests if r["method"] == "DELETE")
     assert deleted == ["/api/v1/namespaces/default/pods/g1", "/api/v1/namespaces/default/pods/g2"]
+
+
+def test_another_pods_prefilter_state_sees_the_what_ifs_moves() -> None:
+    """InterPodAffinity's PreFilter reads the live pod index: the pod removed in the
+    what-if reaches another pod's state through its RemovePod extension."""
+    cluster = cluster_with(
+        KubePolicy,
+        [knode("a", MEDIUM), knode("b", MEDIUM)],
+        [
+            kpod("low", node="a", priority=LOW, req=SMALL, labels={"app": "x"}),
+            kpod("full", node="b", priority=HIGH, req=MEDIUM),
+        ],
+    )
+    plugin: KubePolicy = cluster.plugin
+    first = cluster.pod(kpod("m1", priority=HIGH, req=SMALL))
+    other = cluster.pod(
+        kpod("m2", priority=HIGH, req=SMALL, anti_affinity_exists=("app", "hostname"))
+    )
+    state = cluster.pre_filter(first)
+    with plugin.preemption.what_if(state, first) as what_if:
+        assert what_if.feasible_nodes(other) == []
+        assert what_if.remove_pod(what_if.node("a").pods[0]).is_success()
+        assert what_if.feasible_nodes(other) == ["a"]
+        assert what_if.filter("a", other).is_success()

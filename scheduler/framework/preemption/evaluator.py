@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -260,6 +260,9 @@ class PluginPreemption:
             yield PluginWhatIf(framework, whatif, state.clone(), info, nominated)
         finally:
             whatif.revert()
+
+    def pod(self, obj: Mapping[str, Any]) -> Pod:
+        return PodInfo.from_dict(dict(obj))
 
     def evict(self, pod: Pod, candidate: Candidate) -> None:
         self.executor.prepare_candidate(candidate, cast(PodInfo, pod))

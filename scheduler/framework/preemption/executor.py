@@ -49,6 +49,15 @@ class Executor:
         self._held: set[str] = set()
         self.last_victim_hold = LAST_VICTIM_HOLD_SECONDS
         self._tasks: set[asyncio.Task[None]] = set()
+        register = getattr(handle, "register_executor", None)
+        if callable(register):  # the framework's handle: ``simulate`` waits for us
+            register(self)
+
+    @property
+    def busy(self) -> bool:
+        """Victims are being evicted, or a preemptor still waits to see its last one gone:
+        events that will retry pods are still to come."""
+        return bool(self._tasks) or bool(self._awaiting)
 
     @property
     def background_tasks(self) -> frozenset[asyncio.Task[None]]:

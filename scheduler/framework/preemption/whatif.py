@@ -8,8 +8,8 @@ group's placement) removes and adds pods and asks Filter, as kube's
 PreFilter extensions update; whoever made the what-if reverts the table.
 
 Filtering another pod than the preemptor (a member of the same group) first
-runs that pod's PreFilter on the what-if, then replays the what-if's edits
-through its AddPod/RemovePod extensions: PreFilter reads the cluster-wide
+runs that pod's PreFilter on the what-if, then reports the what-if's net
+changes to its AddPod/RemovePod extensions (where any run): PreFilter reads the cluster-wide
 pod index, which stays the live one (see :mod:`scheduler.state.whatif`).
 """
 
@@ -36,8 +36,6 @@ SelectVictimsOnNode = Callable[
     [CycleState, PodInfo, Node, WhatIf, Sequence[DisruptionBudget]], Victims
 ]
 
-_ADD, _REMOVE = "add", "remove"
-
 
 class PluginWhatIf:
     """The plugin API's :class:`~scheduler.api.preemption.WhatIf` (see the module docstring)."""
@@ -55,8 +53,10 @@ class PluginWhatIf:
         self._state = state
         self._pod = pod
         self._nominated = nominated
-        # (what, pod, node name) in order: replayed for other pods' cycle states.
-        self._edits: list[tuple[str, PodInfo, str]] = []
+        # The pods this what-if moved (their net moves are replayed for other pods).
+        self._moved: dict[str, PodInfo] = {}
+        self._nominated_keys = {p.key for pods in nominated.values() for p in pods}
+        self._placed_nominated = False  # a nominated pod was added here (see _nominations)
 
     @property
     def pod(self) -> Pod:
@@ -85,7 +85,7 @@ class PluginWhatIf:
         removed = self._table.remove_pod(pod.key)
         if removed is None:
             return Status.success()
-        self._edits.append((_REMOVE, removed, node_name))
+        self._moved[removed.key] = removed
         node = NodeInfo(self._table, self._row(node_name))
         status = self._framework.run_pre_filter_remove_pod(self._state, self._pod, removed, node)
         return status if status.is_success() else extension_failure(status)
@@ -94,7 +94,9 @@ class PluginWhatIf:
         row = self._row(node_name)
         info = cast(PodInfo, pod)
         self._table.add_pod(info, node_name)
-        self._edits.append((_ADD, info, node_name))
+        self._moved[info.key] = info
+        if info.key in self._nominated_keys:
+            self._placed_nominated = True
         node = NodeInfo(self._table, row)
         status = self._framework.run_pre_filter_add_pod(self._state, self._pod, info, node)
         return status if status.is_success() else extension_failure(status)
@@ -109,7 +111,7 @@ class PluginWhatIf:
             return Status.unresolvable("node(s) didn't satisfy plugin(s) PreFilter")
         rows = np.asarray([row], dtype=np.int64)
         failures = filter_with_nominated(
-            self._framework, state, target, self._table, rows, self._nominated
+            self._framework, state, target, self._table, rows, self._nominations()
         )
         return failures.status(row) or Status.success()
 
@@ -126,9 +128,45 @@ class PluginWhatIf:
         if not len(rows):
             return []
         failures = filter_with_nominated(
-            self._framework, state, target, table, rows, self._nominated
+            self._framework, state, target, table, rows, self._nominations()
         )
         return [names[r] for r in rows.tolist() if r not in failures]
+
+    def _nominations(self) -> Mapping[int, Sequence[PodInfo]]:
+        """The nominated pods whose room counts: those placed in this what-if are in
+        the table already (kube counts a nominated pod once)."""
+        if not self._placed_nominated:
+            return self._nominated
+        table = self._table
+        out: dict[int, Sequence[PodInfo]] = {}
+        for row, pods in self._nominated.items():
+            kept = [p for p in pods if not table.has_pod(p.key)]
+            if kept:
+                out[row] = kept
+        return out
+
+    def _replay(self, state: CycleState, target: PodInfo) -> Status:
+        """Report the what-if's net changes (where each pod it moved is now, against
+        the live table) to ``target``'s AddPod/RemovePod extensions."""
+        table = self._table
+        framework = self._framework
+        for key, other in self._moved.items():
+            if key == target.key:
+                continue
+            before, now = table.base.node_of_pod(key), table.node_of_pod(key)
+            if before == now:
+                continue
+            if before is not None and (row := table.row_of(before)) is not None:
+                node = NodeInfo(table, row)
+                status = framework.run_pre_filter_remove_pod(state, target, other, node)
+                if not status.is_success():
+                    return extension_failure(status)
+            if now is not None:
+                node = NodeInfo(table, self._row(now))
+                status = framework.run_pre_filter_add_pod(state, target, other, node)
+                if not status.is_success():
+                    return extension_failure(status)
+        return Status.success()
 
     def _prepare(self, pod: Pod | None) -> tuple[CycleState, PodInfo, set[str] | None] | Status:
         """The cycle state to filter ``pod`` with, the pod, and the nodes its PreFilter
@@ -142,15 +180,13 @@ class PluginWhatIf:
         result, status = framework.run_pre_filter(state, target, nodes)
         if not status.is_success():
             return status
-        for what, other, node_name in self._edits:
-            if other.key == target.key:
-                continue
-            node = NodeInfo(self._table, self._row(node_name))
-            if what == _ADD:
-                status = framework.run_pre_filter_add_pod(state, target, other, node)
-            else:
-                status = framework.run_pre_filter_remove_pod(state, target, other, node)
+        skip = state.skip_filter_plugins
+        extended = any(
+            c.plugin not in skip for c in (*framework.add_pod_calls, *framework.remove_pod_calls)
+        )
+        if extended:
+            status = self._replay(state, target)
             if not status.is_success():
-                return extension_failure(status)
+                return status
         allowed = set(result.node_names) if result.node_names is not None else None
         return state, target, allowed
