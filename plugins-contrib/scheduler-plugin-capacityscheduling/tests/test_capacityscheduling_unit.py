@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 from scheduler.api import Code, CycleState, Status
-from scheduler.testing import PluginTestKit
+from scheduler.testing import PluginTestKit, RecordingClient
 from scheduler.testing.objects import make_node, make_pod
 
 from scheduler_plugin_capacityscheduling import CapacityScheduling, QuotaError, QuotaSpec
@@ -356,3 +357,30 @@ def test_an_unreserved_pod_is_released_by_a_newer_unbound_version_or_kept_if_bou
     pods.remove("a", "lost")
     book.sync()
     assert book.live["a"].used == {} and book.bound_used("a") == {}
+
+
+# -- PostFilter: the whole preemption, as the scheduler runs it ---------------------------------
+
+
+async def test_post_filter_reclaims_the_lent_min_from_the_borrowing_quota() -> None:
+    # One 4-cpu node; a (min 2) runs 4 pods, 2 of them on b's unused min.
+    node = make_node("n1", cpu="4", memory="32Gi")
+    running = [pod(f"a{i}", "a", node="n1") for i in range(4)]
+    quotas = [quota("a", min=A, max=MAX), quota("b", min=A, max=MAX)]
+    client = RecordingClient()
+    kit = PluginTestKit(nodes=[node], pods=running, objects=[*quotas, *running], client=client)
+    plugin = kit.build(CapacityScheduling)
+    outcome = kit.post_filter(plugin, pod("b0", "b"))
+    assert outcome.diagnosis.pre_filter_message == (
+        "Pod b/b0 is rejected in PreFilter because total ElasticQuota used is more than min"
+    )
+    assert outcome.result is not None and outcome.result.nominated_node_name == "n1"
+    for _ in range(100):  # the eviction runs in the background
+        if client.deleted():
+            break
+        await asyncio.sleep(0.01)
+    victims = client.deleted()
+    assert len(victims) == 1 and victims[0].startswith("a/a")
+    # A pod of a (over its min) finds no victim: it may not take b's pods, nor its own.
+    outcome = kit.post_filter(plugin, pod("a9", "a"))
+    assert outcome.result is not None and outcome.result.nominated_node_name is None
