@@ -164,3 +164,26 @@ def test_preemption_policy_never_is_not_eligible() -> None:
     result = c.framework.run_post_filter(state, pod, diagnosis)
     assert result.nominated_node_name is None
     assert "not eligible due to preemptionPolicy=Never." in result.status.message()
+
+
+def test_a_terminating_pod_on_the_nominated_node_makes_it_wait_instead_of_preempting() -> None:
+    # b0 already preempted on n1; a victim of its quota is still terminating there.
+    pods = [
+        *running("a", "a", 2, "n1"),
+        kpod("bx", namespace="b", node="n1", req=CPU1, priority=0, terminating=True),
+        *running("b", "b", 1, "n1", priority=0),
+    ]
+    c = cluster([quota("a", 2, 4), quota("b", 2, 4)], pods)
+    pod = c.pod(kpod("b9", namespace="b", req=CPU1, priority=10, nominated="n1"))
+    state, _ = pre_filter(c, pod)
+    diagnosis = Diagnosis(
+        names=c.table.names,
+        total_nodes=1,
+        pre_filter_message="rejected",
+        pre_filter_code=Code.UNSCHEDULABLE,
+    )
+    result = c.framework.run_post_filter(state, pod, diagnosis)
+    assert result.nominated_node_name is None
+    assert "not eligible due to a terminating pod on the nominated node." in (
+        result.status.message()
+    )

@@ -38,7 +38,8 @@ def test_team_b_reclaims_its_lent_min_and_team_a_stays_within_max() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    placements = {p["pod"]: p for p in json.loads(result.stdout)["placements"]}
+    report = json.loads(result.stdout)
+    placements = {p["pod"]: p for p in report["placements"]}
     assert set(placements) == {"team-a/a-big", *(f"team-b/b-{i}" for i in range(1, 5))}
     # The cluster has 8 CPUs and team-a ran 6 of them: the last two of team-b's
     # four bound only because two of team-a's pods were preempted.
@@ -48,6 +49,9 @@ def test_team_b_reclaims_its_lent_min_and_team_a_stays_within_max() -> None:
     cpus = sum(int(o["status"]["allocatable"]["cpu"]) for o in objects if o["kind"] == "Node")
     running = [o for o in objects if o["kind"] == "Pod" and o["spec"].get("nodeName")]
     assert cpus == 8 and len(running) == 6
+    # Reclaimed by preemption: exactly the two CPUs team-a borrowed, from team-a only.
+    evicted = report["evicted"]
+    assert len(evicted) == 2 and all(key.startswith("team-a/a-") for key in evicted), evicted
     big = placements["team-a/a-big"]
     assert big["node"] is None
     assert big["reason"].startswith(

@@ -7,6 +7,14 @@ Unreserve say which pods this scheduler has assumed but not bound yet: they
 are charged from Reserve on, so the next pod's PreFilter already sees them
 and concurrent decisions cannot take a quota above its max.
 
+An unreserved pod is not released at once: a binding whose answer was lost
+(a timeout, a 5xx after the API server committed it) fails in the
+scheduler's eyes while the pod is bound. It stays charged until the
+informer delivers a newer version of it that is not on a node (the
+scheduler's own failure condition patch is one), or for
+:data:`DOUBT_SECONDS` at most, so a lost answer never lets a second pod
+into the same room.
+
 The store is read by object identity: the informer replaces a pod's dict on
 every change, so a sync only parses the pods that changed since the last
 one (``ObjectStore.revision`` says whether anything did), and finds them
@@ -15,7 +23,8 @@ with set operations on object ids rather than a loop over every pod.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,6 +41,9 @@ from scheduler_plugin_capacityscheduling.quota import (
 from scheduler_plugin_capacityscheduling.resources import Vector, add_into, pod_vector, sub_from
 
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+#: Seconds an unreserved pod stays charged when no newer version of it arrives
+#: (see :meth:`QuotaBook.unreserve`).
+DOUBT_SECONDS: Final = 2.0
 
 
 @dataclass(slots=True)
@@ -73,6 +85,13 @@ class QuotaBook:
         self.live = QuotaSet()
         #: Moves whenever a bound pod is charged or released (what ``status.used`` reports).
         self.bound_version = 0
+        # Unreserved pods still charged: uid -> (since when, the store's object then).
+        self._doubtful: dict[str, tuple[float, Mapping[str, Any] | None]] = {}
+        #: Moves whenever a charge in doubt is released: room that no cluster
+        #: event announces (the plugin then retries the pods it rejected).
+        self.released_doubts = 0
+        #: Monotonic clock for the doubt period (tests replace it).
+        self.clock: Callable[[], float] = time.monotonic
 
     # -- reading the informers ----------------------------------------------------------
 
@@ -86,6 +105,11 @@ class QuotaBook:
         if revision != self._pods_revision or self._pods_revision is None:
             self._pods_revision = revision
             self._load_pods()
+        if self._doubtful:
+            now = self.clock()
+            for uid, (since, _) in list(self._doubtful.items()):
+                if now - since >= DOUBT_SECONDS:
+                    self._release(uid)
 
     def _load_quotas(self) -> None:
         by_namespace: dict[str, list[Mapping[str, Any]]] = {}
@@ -144,7 +168,11 @@ class QuotaBook:
             self._release(uid)
             return
         if not spec.get("nodeName"):
+            doubt = self._doubtful.get(uid)
+            if doubt is not None and doubt[1] is not obj:
+                self._release(uid)  # a newer version, still not on a node: it did not bind
             return  # pending, or in flight (charged by Reserve until it binds or fails)
+        self._doubtful.pop(uid, None)
         charge = self._charges.get(uid)
         if charge is not None:
             if not charge.bound:
@@ -169,6 +197,8 @@ class QuotaBook:
             self.bound_version += 1
 
     def _release(self, uid: str) -> None:
+        if self._doubtful.pop(uid, None) is not None:
+            self.released_doubts += 1
         charge = self._charges.pop(uid, None)
         if charge is None:
             return
@@ -184,19 +214,27 @@ class QuotaBook:
     def reserve(self, pod: Pod) -> None:
         """Charge a pod this scheduler assumed on a node (it counts until it binds or fails)."""
         uid = view_uid(pod)
+        self._doubtful.pop(uid, None)  # placed again: in flight, no longer in doubt
         if uid not in self._charges:
             self._charge(uid, pod.namespace, pod_vector(pod.requests), bound=False)
 
     def unreserve(self, pod: Pod) -> None:
-        """Release a pod whose scheduling or binding failed after Reserve.
+        """Release a pod whose scheduling or binding failed after Reserve, once sure.
 
-        A pod the informer already shows bound stays charged: the API, not
-        this scheduler's bookkeeping, says where it runs.
+        It stays charged until the informer shows a newer version of it off
+        any node, or :data:`DOUBT_SECONDS` pass (see the module docstring). A
+        pod the informer shows bound stays charged: the API, not this
+        scheduler's bookkeeping, says where it runs.
         """
         uid = view_uid(pod)
         charge = self._charges.get(uid)
-        if charge is not None and not charge.bound:
-            self._release(uid)
+        if charge is not None and not charge.bound and uid not in self._doubtful:
+            self._doubtful[uid] = (self.clock(), self._pods.get(pod.namespace, pod.name))
+
+    def in_flight_charge(self, uid: str) -> bool:
+        """Whether the pod is charged without being bound (in flight, or in doubt)."""
+        charge = self._charges.get(uid)
+        return charge is not None and not charge.bound
 
     # -- what the plugin reads ----------------------------------------------------------
 

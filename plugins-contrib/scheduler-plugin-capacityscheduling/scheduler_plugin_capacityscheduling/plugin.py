@@ -139,8 +139,17 @@ class CapacityScheduling(Plugin):
         self._quotas = handle.store(*ELASTIC_QUOTAS)
         self.book = QuotaBook(handle.store(*PODS), self._quotas)
         self.status_writer = StatusWriter(
-            self.book, self._quotas, lambda: handle.client, handle.logger, STATUS_INTERVAL
+            self.book,
+            self._quotas,
+            lambda: handle.client,
+            handle.logger,
+            STATUS_INTERVAL,
+            on_round=self._retry_after_doubts,
         )
+        # Pods this plugin's PreFilter rejected (uid -> pod), retried when a
+        # charge in doubt is released: no cluster event announces that room.
+        self._rejected: dict[str, Pod] = {}
+        self._doubts_seen = 0
         self.preemption = handle.preemption(self)
         # The cycle state and pod of the PostFilter call in progress: kube's
         # preemptor carries them for the policy methods, which are not given them.
@@ -159,6 +168,11 @@ class CapacityScheduling(Plugin):
         self.book.sync()
         self.status_writer.ensure_running(self)
         snapshot = self.book.snapshot()
+        uid = view_uid(pod)
+        if self.book.in_flight_charge(uid):
+            # Charged by an earlier attempt that failed (still in doubt): its
+            # own charge must not count against it a second time.
+            snapshot.release(pod.namespace, uid)
         state.write(SNAPSHOT_KEY, snapshot)
         request = pod_vector(pod.requests)
         spec = self.book.specs.get(pod.namespace)
@@ -174,10 +188,22 @@ class CapacityScheduling(Plugin):
         add_into(total, request)
         state.write(PRE_FILTER_KEY, PreFilterState(request, in_quota, total))
         if quota.used_over_max_with(in_quota):
+            self._rejected[uid] = pod
             return Status.unschedulable(over_max_message(pod))
         if snapshot.aggregated_used_over_min_with(total):
+            self._rejected[uid] = pod
             return Status.unschedulable(over_min_message(pod))
+        self._rejected.pop(uid, None)
         return None
+
+    def _retry_after_doubts(self) -> None:
+        """Retry the pods this plugin rejected once a charge in doubt was released."""
+        if self.book.released_doubts == self._doubts_seen:
+            return
+        self._doubts_seen = self.book.released_doubts
+        pods, self._rejected = list(self._rejected.values()), {}
+        if pods:
+            self.handle.activate_pods(pods)
 
     def _nominated_requests(self, pod: Pod, quotas: QuotaSet) -> tuple[Vector, Vector]:
         """Requests of pods nominated elsewhere that hold quota room before this pod.

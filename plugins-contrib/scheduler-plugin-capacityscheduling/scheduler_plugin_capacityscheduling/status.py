@@ -79,6 +79,7 @@ class StatusWriter:
         client: Callable[[], ApiClient],
         logger: structlog.typing.FilteringBoundLogger,
         interval: float,
+        on_round: Callable[[], None] | None = None,
     ) -> None:
         self._book = book
         self._quotas = quotas
@@ -86,6 +87,7 @@ class StatusWriter:
         self._api: ApiClient | None = None
         self._log = logger
         self.interval = interval
+        self._on_round = on_round
         self._task: asyncio.Task[None] | None = None
         # (namespace, name) -> (used written, when): an echo not yet in the informer.
         self._written: dict[tuple[str, str], tuple[Vector, float]] = {}
@@ -121,6 +123,8 @@ class StatusWriter:
         while owner() is not None:
             try:
                 self._book.sync()
+                if self._on_round is not None:
+                    self._on_round()
                 await self.flush()
             except asyncio.CancelledError:
                 raise

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 from scheduler.api import Code, CycleState, Status
-from scheduler.testing import PluginTestKit
+from scheduler.testing import PluginTestKit, RecordingClient
 from scheduler.testing.objects import make_node, make_pod
 
 from scheduler_plugin_capacityscheduling import CapacityScheduling, QuotaError, QuotaSpec
+from scheduler_plugin_capacityscheduling.book import DOUBT_SECONDS, QuotaBook
 from scheduler_plugin_capacityscheduling.plugin import SNAPSHOT_KEY
 from scheduler_plugin_capacityscheduling.quota import QuotaSet
 from scheduler_plugin_capacityscheduling.status import desired_used
@@ -67,6 +69,14 @@ NODES = [make_node(f"n{i}", cpu="8", memory="32Gi") for i in range(4)]
 A = {"cpu": "2", "memory": "8Gi"}
 B = {"cpu": "4", "memory": "8Gi"}
 MAX = {"cpu": "6", "memory": "16Gi"}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def build(objects: Sequence[Mapping[str, Any]]) -> tuple[CapacityScheduling, PluginTestKit]:
@@ -203,10 +213,29 @@ def test_reserved_pods_count_before_they_are_bound_and_unreserve_releases_them()
     status, _ = pre_filter(plugin, kit, third)
     assert status.code is Code.UNSCHEDULABLE  # the two in flight hold the quota's max
 
+    clock = FakeClock()
+    plugin.book.clock = clock
     kit.call(plugin, "unreserve", first, state=CycleState(), node_name="n0")
     kit.call(plugin, "unreserve", first, state=CycleState(), node_name="n0")  # idempotent
-    assert plugin.book.live["a"].used == {"cpu": 1000, "memory": 2**30}
+    # Its binding may have committed with the answer lost: charged a while longer.
+    assert pre_filter(plugin, kit, third)[0].code is Code.UNSCHEDULABLE
+    clock.now += DOUBT_SECONDS
     assert pre_filter(plugin, kit, third)[0].is_success()
+    assert plugin.book.live["a"].used == {"cpu": 1000, "memory": 2**30}
+
+
+def test_a_failed_pod_retried_does_not_count_against_itself() -> None:
+    one = {"cpu": "1", "memory": "16Gi"}
+    plugin, kit = build([quota("a", min=one, max=one)])
+    obj = pod("p", "a")
+    state = pre_filter(plugin, kit, obj)[1]
+    kit.call(plugin, "reserve", obj, state=state, node_name="n0")
+    kit.call(plugin, "unreserve", obj, state=state, node_name="n0")
+    status, state = pre_filter(plugin, kit, obj)  # its retry, while its charge is in doubt
+    assert status.is_success()
+    assert kit.call(plugin, "reserve", obj, state=state, node_name="n1") is None
+    assert plugin.book.live["a"].used["cpu"] == 1000
+    assert plugin.book.in_flight() == ["uid-a-p"]
 
 
 def test_reserve_refuses_to_take_a_quota_above_max() -> None:
@@ -271,3 +300,87 @@ def test_status_used_names_min_and_max_resources_and_never_exceeds_max() -> None
 def test_quota_spec_errors_are_quota_errors() -> None:
     with pytest.raises(QuotaError, match=r"spec\.max\.memory"):
         QuotaSpec.from_object(quota("a", max={"memory": "-1Gi"}))
+
+
+# -- the book against a changing pod store -----------------------------------------------------
+
+
+class Store:
+    """The ObjectStore protocol over a dict the test changes (what an informer does)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._revision = 0
+        for obj in objects:
+            self.put(obj)
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.objects[(meta["namespace"], meta["name"])] = dict(obj)  # a new object, as informers
+        self._revision += 1
+
+    def remove(self, namespace: str, name: str) -> None:
+        del self.objects[(namespace, name)]
+        self._revision += 1
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.objects.get((namespace, name))
+
+    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
+        return [o for (ns, _), o in self.objects.items() if namespace in (None, ns)]
+
+    def revision(self) -> int:
+        return self._revision
+
+
+def test_an_unreserved_pod_is_released_by_a_newer_unbound_version_or_kept_if_bound() -> None:
+    kit = PluginTestKit()
+    pods = Store([pod("lost", "a"), pod("failed", "a")])
+    book = QuotaBook(pods, Store([quota("a", min=A, max=MAX)]))
+    book.sync()
+    for name in ("lost", "failed"):
+        view = kit.pod(pods.get("a", name))
+        book.reserve(view)
+        book.unreserve(view)
+    book.sync()
+    assert book.live["a"].used["cpu"] == 2000  # both in doubt
+    # "failed" gets its failure condition: a newer version, not on a node.
+    pods.put({**pod("failed", "a"), "status": {"conditions": [{"type": "PodScheduled"}]}})
+    # "lost" was bound after all (its binding's answer was lost).
+    pods.put(pod("lost", "a", node="n0"))
+    book.sync()
+    assert book.live["a"].used["cpu"] == 1000
+    assert book.bound_used("a") == {"cpu": 1000, "memory": 2**30}
+    book.clock = lambda: 10**9  # long after: the bound pod stays charged
+    book.sync()
+    assert book.live["a"].used["cpu"] == 1000
+    pods.remove("a", "lost")
+    book.sync()
+    assert book.live["a"].used == {} and book.bound_used("a") == {}
+
+
+# -- PostFilter: the whole preemption, as the scheduler runs it ---------------------------------
+
+
+async def test_post_filter_reclaims_the_lent_min_from_the_borrowing_quota() -> None:
+    # One 4-cpu node; a (min 2) runs 4 pods, 2 of them on b's unused min.
+    node = make_node("n1", cpu="4", memory="32Gi")
+    running = [pod(f"a{i}", "a", node="n1") for i in range(4)]
+    quotas = [quota("a", min=A, max=MAX), quota("b", min=A, max=MAX)]
+    client = RecordingClient()
+    kit = PluginTestKit(nodes=[node], pods=running, objects=[*quotas, *running], client=client)
+    plugin = kit.build(CapacityScheduling)
+    outcome = kit.post_filter(plugin, pod("b0", "b"))
+    assert outcome.diagnosis.pre_filter_message == (
+        "Pod b/b0 is rejected in PreFilter because total ElasticQuota used is more than min"
+    )
+    assert outcome.result is not None and outcome.result.nominated_node_name == "n1"
+    for _ in range(100):  # the eviction runs in the background
+        if client.deleted():
+            break
+        await asyncio.sleep(0.01)
+    victims = client.deleted()
+    assert len(victims) == 1 and victims[0].startswith("a/a")
+    # A pod of a (over its min) finds no victim: it may not take b's pods, nor its own.
+    outcome = kit.post_filter(plugin, pod("a9", "a"))
+    assert outcome.result is not None and outcome.result.nominated_node_name is None

@@ -1,0 +1,3 @@
+"""pluggable-scheduler's fixtures for plugin authors (``emulated_cluster`` ...)."""
+
+pytest_plugins = ["scheduler.testing.pytest_plugin"]
