@@ -9,7 +9,6 @@ the pod's scheduling deadline, whichever comes first.
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import tempfile
 import time
@@ -17,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
 from scheduler.config.extenders import Extender
+from scheduler.plugins.extender.wire import encode
 
 
 class ExtenderCallError(Exception):
@@ -82,9 +83,7 @@ class ExtenderClient:
         session = self._session
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else False)
-            session = aiohttp.ClientSession(
-                connector=connector, json_serialize=json.dumps, raise_for_status=False
-            )
+            session = aiohttp.ClientSession(connector=connector, raise_for_status=False)
             self._session = session
         return session
 
@@ -102,7 +101,7 @@ class ExtenderClient:
             async with asyncio.timeout(timeout):
                 async with self._pool().post(
                     url,
-                    data=json.dumps(body),
+                    data=encode(body),
                     headers={"Content-Type": "application/json"},
                     server_hostname=self._server_name,
                 ) as resp:
@@ -122,8 +121,8 @@ class ExtenderClient:
         except aiohttp.ClientError as err:
             raise ExtenderCallError(f'Post "{url}": {err}') from err
         try:
-            return json.loads(text)
-        except ValueError as err:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError as err:
             raise ExtenderCallError(
                 f"decoding the answer of extender {self.config.name} to {verb}: {err}"
             ) from err
