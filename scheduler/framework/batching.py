@@ -231,6 +231,22 @@ class BatchCache:
                 promises.check_cached_scores(scores, fresh, feasible)
         return scores
 
+    def scores_still_valid(self, signature: bytes, table: NodeTable) -> bool:
+        """After an await (an HTTP extender's call): drop raw scores of rows changed meanwhile.
+
+        False when the entry cannot serve this cycle's Score any more (gone, or
+        the node set changed). Rows that changed are only marked unscored: the
+        next pod's :meth:`feasible` still sees them as changed and re-filters them.
+        """
+        entry = self._entries.get(signature)
+        size = table.size
+        if entry is None or entry.epoch != table.node_epoch or len(entry.generation) != size:
+            return False
+        if len(entry.scored) == size:
+            changed = np.flatnonzero(table.generation[:size] != entry.generation)
+            entry.scored[changed] = False
+        return True
+
     def forget(self, signature: bytes) -> None:
         self._entries.pop(signature, None)
 

@@ -97,6 +97,8 @@ class Algorithm:
         self.batch: BatchCache | None = BatchCache(framework) if batching else None
         #: Seconds the first half of the current split cycle took (see find_feasible).
         self.split_seconds = 0.0
+        #: The batching key of the current split cycle's pod (None: no reuse).
+        self.split_signature: bytes | None = None
         #: Whether a plugin allocates ResourceClaims' devices in this profile.
         self._allocates_devices = any(
             call.plugin == "DynamicResources" for call in framework.pre_filter_calls
@@ -192,7 +194,7 @@ class Algorithm:
         """
         start = time.perf_counter()
         try:
-            result, feasible, _ = self._until_feasible(
+            result, feasible, self.split_signature = self._until_feasible(
                 state, pod, table, percentage, nominated=nominated
             )
             return result, feasible
@@ -216,7 +218,13 @@ class Algorithm:
             if not len(feasible):
                 result.status = Status(Code.UNSCHEDULABLE, (result.diagnosis.message(),))
                 return result
-            self._pick(state, pod, feasible, None, result, extra)
+            signature = self.split_signature
+            batch = self.batch
+            if signature is not None and (
+                batch is None or not batch.scores_still_valid(signature, feasible.table)
+            ):
+                signature = None
+            self._pick(state, pod, feasible, signature, result, extra)
             return result
         finally:
             if self.batch is not None and state.get(IGNORED_KEY):

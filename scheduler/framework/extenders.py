@@ -52,7 +52,10 @@ class ExtenderNodes:
     raws: list[Mapping[str, Any]]
 
     @classmethod
-    def of(cls, nodes: NodeSet) -> ExtenderNodes:
+    def of(cls, nodes: NodeSet, objects: bool = True) -> ExtenderNodes:
+        """``nodes``; without ``objects`` (every extender takes names only) no node objects."""
+        if not objects:
+            return cls(nodes.names, [])
         table_nodes = nodes.table.nodes
         rows = nodes.rows.tolist()
         return cls(nodes.names, [table_nodes[r].raw for r in rows])
@@ -64,7 +67,8 @@ class ExtenderNodes:
         """These nodes narrowed to ``names`` (in that order; unknown names dropped)."""
         position = dict(zip(self.names, range(len(self.names)), strict=True))
         kept = [i for i in map(position.get, names) if i is not None]
-        return ExtenderNodes([self.names[i] for i in kept], [self.raws[i] for i in kept])
+        raws = [self.raws[i] for i in kept] if self.raws else []
+        return ExtenderNodes([self.names[i] for i in kept], raws)
 
 
 @dataclass(slots=True)
@@ -112,6 +116,9 @@ class ExtenderStep(Protocol):
 
     def prioritizes(self, pod: Pod) -> bool:
         """Whether any extender with a ``prioritizeVerb`` is interested in the pod."""
+
+    def needs_objects(self, pod: Pod) -> bool:
+        """Whether an extender interested in the pod takes node objects (not nodeCacheCapable)."""
 
     def step_budget(self) -> float:
         """Seconds the filter and prioritize calls of one pod may take in all."""
@@ -173,7 +180,7 @@ class ExtenderRunner:
         """
         from scheduler.framework.runtime import PluginFailure  # runtime imports this module
 
-        nodes = ExtenderNodes.of(feasible)
+        nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
         framework = self.framework
         call = self.filter_call
         try:
@@ -199,7 +206,7 @@ class ExtenderRunner:
 
         if not self.step.prioritizes(pod):
             return []
-        nodes = ExtenderNodes.of(feasible)
+        nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
         framework = self.framework
         call = self.score_call
         try:

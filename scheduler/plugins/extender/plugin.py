@@ -143,6 +143,14 @@ class Extender(Plugin):
             for e in self.extenders
         )
 
+    def needs_objects(self, pod: Pod) -> bool:
+        return any(
+            not e.config.node_cache_capable
+            and (e.config.filter_verb or e.config.prioritize_verb)
+            and e.interested(pod)
+            for e in self.extenders
+        )
+
     def prioritizes(self, pod: Pod) -> bool:
         return any(e.config.prioritize_verb and e.interested(pod) for e in self.extenders)
 
