@@ -224,7 +224,11 @@ class ExtenderRunner:
 
 
 def rows_of(table: NodeTable, names: list[str]) -> NodeSet:
-    """``names`` as rows of ``table`` now (nodes deleted during an await drop out)."""
+    """``names`` as rows of ``table`` now (nodes deleted during an await drop out).
+
+    Needed only when the names are not the very nodes sent (an extender
+    dropped some) or the node set changed (``node_epoch``) during the await.
+    """
     rows = [row for row in map(table.index.get, names) if row is not None]
     return NodeSet(table, np.asarray(rows, dtype=np.int64))
 
@@ -262,16 +266,20 @@ async def schedule_with_extenders(
     if feasible is None:
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)
         return result
+    epoch = table.node_epoch
     names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
     if not status.is_success():
         result.status = status
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)
         return result
-    feasible = rows_of(table, names)
+    if names is not feasible.names or table.node_epoch != epoch:
+        feasible = rows_of(table, names)
     extra: list[ExtenderScores] = []
     if len(feasible) > 1:
+        epoch = table.node_epoch
         extra = await runner.prioritize(state, pod, feasible, deadline)
-        feasible = rows_of(table, feasible.names)
+        if table.node_epoch != epoch:
+            feasible = rows_of(table, feasible.names)
     return algorithm.pick_among(state, pod, feasible, result, list(extra))
 
 

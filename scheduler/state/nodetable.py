@@ -421,8 +421,7 @@ class NodeSet:
     @property
     def names(self) -> list[str]:
         if self._names is None:
-            names = self.table.names
-            self._names = [names[r] for r in self.rows.tolist()]
+            self._names = list(map(self.table.names.__getitem__, self.rows.tolist()))
         return self._names
 
     def subset(self, mask: BoolArray) -> NodeSet:

@@ -81,14 +81,15 @@ class _One:
         if answer.error:
             raise ExtenderCallError(answer.error)
         passed = answer.node_names or []
-        if config.node_cache_capable and answer.node_names is not None:
-            sent = set(nodes.names)
-            for name in passed:
-                if name not in sent:
-                    raise ExtenderCallError(
-                        f"extender {self.name!r} claims a filtered node {name!r} which is not "
-                        "found in the input node list"
-                    )
+        if passed == nodes.names:
+            passed = nodes.names  # every node passed: the caller keeps its rows
+        elif config.node_cache_capable and answer.node_names is not None:
+            unknown = set(passed).difference(nodes.names)
+            if unknown:
+                raise ExtenderCallError(
+                    f"extender {self.name!r} claims a filtered node {min(unknown)!r} which is "
+                    "not found in the input node list"
+                )
         return ExtenderFilterVerdict(
             self.name, passed, answer.failed, answer.failed_and_unresolvable
         )
@@ -189,7 +190,7 @@ class Extender(Plugin):
                 outcome.passed = []
                 return outcome
             outcome.verdicts.append(verdict)
-            current = current if verdict.passed == current.names else current.only(verdict.passed)
+            current = current if verdict.passed is current.names else current.only(verdict.passed)
             outcome.passed = current.names
         return outcome
 

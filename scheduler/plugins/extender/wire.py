@@ -102,7 +102,7 @@ def parse_filter(got: Any, node_cache_capable: bool) -> FilterAnswer:
     raw_names = field_of(body, "NodeNames")
     nodes = field_of(body, "Nodes")
     if node_cache_capable and raw_names is not None:
-        if not isinstance(raw_names, list) or not all(type(n) is str for n in raw_names):
+        if not isinstance(raw_names, list) or not set(map(type, raw_names)) <= {str}:
             raise ExtenderAnswerError("NodeNames: expected a list of strings")
         names = list(raw_names)
     elif nodes is not None:
