@@ -68,6 +68,7 @@ from scheduler.api.views import (
     Pod,
     QueuedPod,
 )
+from scheduler.model.featuregates import FeatureSpec
 from scheduler.model.quantity import QuantityError, parse_quantity
 from scheduler.model.selectors import LabelSelector, NodeSelector
 from scheduler.model.taints import Taint, Toleration
@@ -80,6 +81,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "PluginArgs",
     "coerce_args",
     "hookimpl",
+    "FeatureSpec",
     # what hooks are given
     "CycleState",
     "ApiClient",

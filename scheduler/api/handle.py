@@ -166,6 +166,13 @@ class Handle(Protocol):
     def record_preemption_victims(self, victims: int) -> None:
         """Observe how many pods the chosen preemption evicts (``scheduler_preemption_victims``)."""
 
+    @property
+    def feature_gates(self) -> Mapping[str, bool]:
+        """The effective feature gates, read-only (API 2.1): kube's and those plugins declare.
+
+        Fixed for the life of the process (a config reload does not change them).
+        """
+
     def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:
         """Pods holding a nomination (they won a preemption), by node name.
 

@@ -15,6 +15,8 @@ import structlog
 from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, WaitingPod
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
+from scheduler.model.featuregates import FeatureGates
+from scheduler.model.kubegates import KUBE_FEATURE_GATES
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.views import NodesView
@@ -144,6 +146,7 @@ class FrameworkHandle:
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
         self._metrics: list[PreemptionMetrics] = []  # likewise
+        self._gates: list[FeatureGates] = []  # likewise; empty: kube's defaults
 
     def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``.
@@ -165,10 +168,21 @@ class FrameworkHandle:
         copy._framework = self._framework
         copy._nominator = self._nominator
         copy._metrics = self._metrics
+        copy._gates = self._gates
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
         self._framework[:] = [framework]
+
+    def set_feature_gates(self, gates: FeatureGates) -> None:
+        """The effective gates plugins read (set before they are constructed)."""
+        self._gates[:] = [gates]
+
+    @property
+    def feature_gates(self) -> Mapping[str, bool]:
+        if not self._gates:
+            self._gates.append(FeatureGates(KUBE_FEATURE_GATES, {}))
+        return self._gates[0]
 
     def set_nominator(self, nominator: Nominator | None) -> None:
         """Where :meth:`nominated_pods` reads from (the daemon's scheduling queue)."""

@@ -35,6 +35,8 @@ from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import LoadedPlugin, PluginCatalog
 from scheduler.framework.waiting import WaitingPodEntry
+from scheduler.model.featuregates import effective_gates
+from scheduler.model.kubegates import KUBE_FEATURE_GATE_DEPENDENCIES, KUBE_FEATURE_GATES
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
@@ -61,13 +63,17 @@ class PluginTestKit:
         objects: Iterable[Obj] = (),
         *,
         profile: str = "default-scheduler",
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         """``nodes`` and bound ``pods`` (``spec.nodeName`` set) make the cluster;
-        ``objects`` fill the stores plugins read with ``handle.store(...)``."""
+        ``objects`` fill the stores plugins read with ``handle.store(...)``;
+        ``feature_gates`` are what ``handle.feature_gates`` shows (kube's gates
+        at their defaults, with these set)."""
         self._table = NodeTable()
         self._handle = FrameworkHandle(
             profile, self._table, store_provider=StaticStores(list(objects))
         )
+        self._requested_gates = dict(feature_gates or {})
         for node in nodes:
             self.add_node(node)
         for pod in pods:
@@ -134,6 +140,15 @@ class PluginTestKit:
             args = coerce_args(model, args)
         name = str(getattr(plugin_class, "name", "") or plugin_class.__name__)
         version = str(getattr(plugin_class, "api_version", "1.0"))
+        declared = getattr(plugin_class, "feature_gates", None) or {}
+        gates, errors = effective_gates(
+            {**KUBE_FEATURE_GATES, **declared},
+            self._requested_gates,
+            KUBE_FEATURE_GATE_DEPENDENCIES,
+        )
+        if errors:
+            raise ValueError("; ".join(str(e) for e in errors))
+        self._handle.set_feature_gates(gates)
         handle = self._handle.for_plugin(name, legacy_table=not uses_views(version))
         return plugin_class(args, handle)  # type: ignore[call-arg]
 
