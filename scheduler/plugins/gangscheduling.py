@@ -53,6 +53,13 @@ PODS: Final = ("", "v1", "pods")
 PERMIT_TIMEOUT_SECONDS: Final = 300.0
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 _NO_OPINION: Final = Status.unschedulable()
+#: What kube 1.36.3 reports for a placed member of a gang its pod-group cycle
+#: found unschedulable (errPodGroupUnschedulable, the Permit message, and the
+#: framework's Wait summary), measured in tests/fidelity/test_gang_fidelity.py.
+GROUP_UNSCHEDULABLE: Final = (
+    "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+    "one or more plugins asked to wait and no plugin rejected pod"
+)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -241,16 +248,22 @@ class GangScheduling(Plugin):
         scheduled = self._scheduled(key, self._members(namespace, name))
         if len(scheduled) >= min_count:
             return _NO_OPINION
-        message = (
-            f"pod group {key} rejected: member {pod.key} cannot be scheduled, so the gang "
-            f"cannot reach its minCount {min_count}"
-        )
         released = 0
         for waiting in list(self.handle.iterate_waiting_pods()):
             if scheduling_group_key(waiting.pod.raw) == key and not waiting.done:
-                waiting.reject(self.name, message)
+                waiting.reject(self.name, GROUP_UNSCHEDULABLE)
                 released += 1
-        return Status.unschedulable(f"{message}; released {released} waiting member(s)")
+        if released:
+            self.handle.logger.info(
+                "gang cannot reach minCount: released its waiting members",
+                pod_group=key,
+                member=pod.key,
+                min_count=min_count,
+                released=released,
+            )
+        # No message of its own: the member's FailedScheduling says why it fits
+        # nowhere, as kube's does.
+        return _NO_OPINION
 
     # -- requeueing ---------------------------------------------------------------------
 
