@@ -415,6 +415,10 @@ class Daemon:
         kind = str((obj or {}).get("kind") or LIST_ITEM_KINDS.get(plural) or plural)
         self.queue.move_on_event(ClusterEvent(kind, action), old, new)
 
+    def pre_enqueue_status(self, pod: PodInfo) -> Status:
+        """What PreEnqueue says of ``pod`` now (why a never-tried pod is held)."""
+        return self._pre_enqueue(pod)
+
     def _pre_enqueue(self, pod: PodInfo) -> Status:
         profile = self.profiles.get(pod.scheduler_name)
         if profile is None:
