@@ -61,12 +61,12 @@ class Plugin:
       dry run) may then edit just those rows and judge many nodes in one
       Filter run. A Filter that does not look at pods at all qualifies.
 
-    - ``feature_gates`` (API 2.1): gates the plugin declares, name ->
+    - ``feature_gates`` (API 2.2): gates the plugin declares, name ->
       :class:`FeatureSpec`, e.g. ``{"MyAlphaScore": FeatureSpec(default=False,
       stage="Alpha")}``. Users set them like kube's gates
       (``pluggableScheduler.featureGates`` or ``--feature-gates``); a name
       kube already has is a load error.
-    - ``gated_by`` (API 2.1): the gate (kube's or declared here) that must be
+    - ``gated_by`` (API 2.2): the gate (kube's or declared here) that must be
       on for the plugin to load at all. With it off the plugin is left out of
       the defaults, and a profile that enables it is an error naming the gate
       to turn on, as kube-scheduler does with its gated plugins.

@@ -17,14 +17,16 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 1.2 ``ObjectStore.revision`` and ``pre_bind_timeout``; 1.3 ``Diagnosis.pre_filter_code``;
 2.0 hooks get read-only views, ``Handle.nodes()``, a small ``__all__``
 (internals such as ``NodeTable`` import with a DeprecationWarning);
-2.1 feature gates: ``FeatureSpec``, ``Plugin.feature_gates``, ``Plugin.gated_by``,
+2.1 preemption for plugins: ``Handle.preemption(policy)`` and
+:mod:`scheduler.api.preemption` (kube's ``preemption.Interface``);
+2.2 feature gates: ``FeatureSpec``, ``Plugin.feature_gates``, ``Plugin.gated_by``,
 ``Handle.feature_gates``.
 """
 
 from __future__ import annotations
 
 #: The plugin API this framework provides; a plugin's ``api_version`` is checked against it.
-PLUGIN_API_VERSION = "2.1"
+PLUGIN_API_VERSION = "2.2"
 
 #: Majors still served through the compatibility layer -> their last minor.
 LEGACY_MAJORS: dict[int, int] = {1: 3}

@@ -3,7 +3,9 @@
 The pod names a PodGroup (``scheduling.k8s.io/v1alpha2``) in its own
 namespace; the group object may not exist yet. Everything that treats such
 pods as a gang (GangScheduling, gang-aware preemption, quotas per gang) keys
-the group by :func:`scheduling_group_key`, so they agree on who is in it.
+the group by :func:`scheduling_group_key` (which is
+:func:`scheduler.model.gangs.gang_of`'s identity of native groups), so they
+agree on who is in it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from scheduler.model.gangs import WORKLOAD_GROUP, WORKLOAD_PODGROUPS, gang_of
+
 __all__ = ["POD_GROUPS", "WORKLOADS", "pod_group_name", "scheduling_group_key"]
 
 #: ``(group, version, plural)`` of the native PodGroups and Workloads kube-apiserver 1.36 serves.
-POD_GROUPS: Final = ("scheduling.k8s.io", "v1alpha2", "podgroups")
-WORKLOADS: Final = ("scheduling.k8s.io", "v1alpha2", "workloads")
+POD_GROUPS: Final = WORKLOAD_PODGROUPS
+WORKLOADS: Final = (WORKLOAD_GROUP, "v1alpha2", "workloads")
 
 
 def pod_group_name(pod: Mapping[str, Any]) -> str | None:
@@ -36,14 +40,13 @@ def pod_group_name(pod: Mapping[str, Any]) -> str | None:
 def scheduling_group_key(pod: Mapping[str, Any]) -> str | None:
     """``namespace/podGroupName`` of a pod's scheduling group, or None for a pod in none.
 
+    The same group, and key, as :func:`scheduler.model.gangs.gang_of` gives for
+    the pod (``GangRef.key``), so gang-aware plugins and GangScheduling agree.
+
     Examples:
         >>> spec = {"schedulingGroup": {"podGroupName": "g"}}
         >>> scheduling_group_key({"metadata": {"namespace": "ml"}, "spec": spec})
         'ml/g'
     """
-    name = pod_group_name(pod)
-    if name is None:
-        return None
-    meta = pod.get("metadata")
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
-    return f"{namespace or 'default'}/{name}"
+    ref = gang_of(pod)
+    return ref.key if ref is not None and ref.api_group == WORKLOAD_GROUP else None
