@@ -19,6 +19,7 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 (internals such as ``NodeTable`` import with a DeprecationWarning);
 2.1 preemption for plugins: ``Handle.preemption(policy)`` and
 :mod:`scheduler.api.preemption` (kube's ``preemption.Interface``);
+``ObjectStore.list(namespace, labels=...)`` answered from a label index;
 2.2 feature gates: ``FeatureSpec``, ``Plugin.feature_gates``, ``Plugin.gated_by``,
 ``Handle.feature_gates``.
 """
