@@ -14,6 +14,9 @@ of them placed before any is bound. kube's plugin, decision by decision:
 - **Events**: a pod added to the same group, or the PodGroup created, may
   make a rejected member schedulable (both objects' group fields are
   immutable, so updates are not registered).
+- **Status**: the PodGroup's ``PodGroupScheduled`` condition, as kube-scheduler
+  writes it: ``True``/``Scheduled`` once the gang is complete,
+  ``False``/``Unschedulable`` when it is refused (never back from ``True``).
 - Alpha, behind kube's gate ``GangScheduling`` (which needs
   ``GenericWorkload``); with the gate on it joins the default plugins.
 
@@ -29,7 +32,9 @@ appends the plugin) and never nominates a node.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
 from scheduler.api import (
@@ -49,6 +54,9 @@ from scheduler.model.schedulinggroup import POD_GROUPS, pod_group_name, scheduli
 from scheduler.state.pod import InvalidPodError, PodInfo
 
 PODS: Final = ("", "v1", "pods")
+CONDITION: Final = "PodGroupScheduled"
+#: errPodGroupUnschedulable: the message of kube's Unschedulable PodGroupScheduled condition.
+POD_GROUP_UNSCHEDULABLE: Final = "pod group is unschedulable"
 #: kube's permitTimeoutDuration: how long members wait at Permit for their quorum.
 PERMIT_TIMEOUT_SECONDS: Final = 300.0
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
@@ -113,6 +121,7 @@ class GangScheduling(Plugin):
         # Group key -> uid -> the member reserved by this scheduler and not yet
         # unreserved: kube's "assumed" pods (placed, waiting at Permit or binding).
         self._assumed: dict[str, dict[str, Pod]] = {}
+        self._writes: set[asyncio.Task[None]] = set()  # status patches in flight
 
     # -- the group's members ------------------------------------------------------------
 
@@ -214,6 +223,7 @@ class GangScheduling(Plugin):
             waiting = self.handle.get_waiting_pod(other)
             if waiting is not None:
                 waiting.allow(self.name)
+        self._set_condition(namespace, name, "True", "Scheduled", "")
         return None
 
     def _activate_unscheduled(self, members: list[Mapping[str, Any]], scheduled: set[str]) -> None:
@@ -253,6 +263,7 @@ class GangScheduling(Plugin):
             if scheduling_group_key(waiting.pod.raw) == key and not waiting.done:
                 waiting.reject(self.name, GROUP_UNSCHEDULABLE)
                 released += 1
+        self._set_condition(namespace, name, "False", "Unschedulable", POD_GROUP_UNSCHEDULABLE)
         if released:
             self.handle.logger.info(
                 "gang cannot reach minCount: released its waiting members",
@@ -264,6 +275,59 @@ class GangScheduling(Plugin):
         # No message of its own: the member's FailedScheduling says why it fits
         # nowhere, as kube's does.
         return _NO_OPINION
+
+    # -- the PodGroup's status ----------------------------------------------------------
+
+    def _set_condition(
+        self, namespace: str, name: str, status: str, reason: str, message: str
+    ) -> None:
+        """Write ``PodGroupScheduled`` in the background (kube's updatePodGroupCondition)."""
+        group = self._groups.get(namespace, name)
+        if group is None:
+            return
+        raw_status = group.get("status")
+        conditions = (
+            list(raw_status.get("conditions") or []) if isinstance(raw_status, Mapping) else []
+        )
+        existing = next((c for c in conditions if c.get("type") == CONDITION), None)
+        if existing is not None and existing.get("status") == "True" and status != "True":
+            return  # a scheduled gang does not regress (extra members' cycles)
+        generation = _meta(group).get("generation") or 0
+        wanted = {
+            "type": CONDITION,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": generation,
+        }
+        if existing is not None and all(existing.get(k) == v for k, v in wanted.items()):
+            return
+        changed_status = existing is None or existing.get("status") != status
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        wanted["lastTransitionTime"] = (
+            now if changed_status or existing is None else existing.get("lastTransitionTime", now)
+        )
+        updated = [c for c in conditions if c.get("type") != CONDITION] + [wanted]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (``explain``): nothing is written
+            return
+        task = loop.create_task(self._patch_status(namespace, name, updated))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _patch_status(self, namespace: str, name: str, conditions: list[Any]) -> None:
+        try:
+            await self.handle.client.request(
+                "PATCH",
+                f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status",
+                body={"status": {"conditions": conditions}},
+                content_type="application/merge-patch+json",
+            )
+        except Exception as err:  # best effort, as kube: the pods' fate does not depend on it
+            self.handle.logger.warning(
+                "pod group status update failed", pod_group=f"{namespace}/{name}", error=str(err)
+            )
 
     # -- requeueing ---------------------------------------------------------------------
 

@@ -115,6 +115,22 @@ async def test_the_gang_that_fits_is_bound_whole_and_the_other_not_at_all(
     if cluster.emulator is not None:
         counts = cluster.successful_bindings()
         assert all(counts.get(n, 0) == 0 for n in big), counts
+
+    # kube-scheduler's PodGroupScheduled condition on both PodGroups.
+    async def conditions() -> dict[str, str]:
+        found = {}
+        for name in ("fits", "too-big"):
+            obj = await cluster.client.request("GET", f"{API}/namespaces/{ns}/podgroups/{name}")
+            for c in (obj.get("status") or {}).get("conditions") or []:
+                if c["type"] == "PodGroupScheduled":
+                    found[name] = f"{c['status']}/{c['reason']}"
+        return found
+
+    async def both() -> bool:
+        return len(await conditions()) == 2
+
+    await wait_until(both, within=10, message="PodGroupScheduled on both PodGroups")
+    assert await conditions() == {"fits": "True/Scheduled", "too-big": "False/Unschedulable"}
     notes = [
         str(e.get("note") or e.get("message") or "")
         for name in big

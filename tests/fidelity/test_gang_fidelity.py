@@ -12,7 +12,8 @@ the same gates and the default profile. Three gangs on two 4-CPU nodes:
   attempted, so no PodScheduled condition at all.
 
 Compared: which pods end bound, which unbound pods were attempted (PodScheduled
-False) and which were never tried, and the refusal messages. Where a gang is
+False) and which were never tried, the refusal messages, and the PodGroups'
+PodGroupScheduled conditions. Where a gang is
 bound, the nodes may differ (scores depend on what the refused gang held at that
 moment on either side).
 """
@@ -102,6 +103,21 @@ def outcome(pods: list[Obj]) -> dict[str, str]:
 
 
 MESSAGES: dict[str, dict[str, str]] = {}
+GROUP_STATUS: dict[str, dict[str, tuple[str, str, str]]] = {}
+
+
+def group_conditions(groups: list[Obj]) -> dict[str, tuple[str, str, str]]:
+    """PodGroup -> its PodScheduled condition's (status, reason, message), or ()."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for obj in groups:
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "PodGroupScheduled":
+                out[obj["metadata"]["name"]] = (
+                    str(c.get("status")),
+                    str(c.get("reason")),
+                    str(c.get("message") or ""),
+                )
+    return out
 
 
 def messages(pods: list[Obj]) -> dict[str, str]:
@@ -154,9 +170,13 @@ def kube_outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                 client.post(f"{API}/namespaces/{NAMESPACE}/{plural}", obj)
             for obj in pods:
                 client.post(f"/api/v1/namespaces/{NAMESPACE}/pods", obj)
-            yield settled(
+            result = settled(
                 lambda: client.get(f"/api/v1/namespaces/{NAMESPACE}/pods").body["items"], "kube"
             )
+            GROUP_STATUS["kube"] = group_conditions(
+                client.get(f"{API}/namespaces/{NAMESPACE}/podgroups").body["items"]
+            )
+            yield result
 
 
 async def _our_outcome(directory: Path) -> dict[str, str]:
@@ -182,9 +202,13 @@ async def _our_outcome(directory: Path) -> dict[str, str]:
             for obj in pods:
                 cluster.create(copy.deepcopy(obj))
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
+            result = await loop.run_in_executor(
                 None, settled, lambda: cluster.list("v1", "Pod", NAMESPACE), "ours"
             )
+            GROUP_STATUS["ours"] = group_conditions(
+                cluster.list("scheduling.k8s.io/v1alpha2", "PodGroup", NAMESPACE)
+            )
+            return result
         finally:
             await running.stop()
 
@@ -192,6 +216,7 @@ async def _our_outcome(directory: Path) -> dict[str, str]:
 def test_gang_outcome_matches_kube_scheduler(kube_outcome: dict[str, str], tmp_path: Path) -> None:
     ours = asyncio.run(_our_outcome(tmp_path))
     print(f"\nkube-scheduler: {kube_outcome}\nours:           {ours}")
+    print(f"PodGroupScheduled: {GROUP_STATUS}")
     for side, found in MESSAGES.items():
         for name, message in sorted(found.items()):
             print(f"{side} {name}: {message}")
@@ -204,3 +229,5 @@ def test_gang_outcome_matches_kube_scheduler(kube_outcome: dict[str, str], tmp_p
     # "0/N nodes are available" sentence, the placed ones the pod group's. Which
     # member is which depends on the order the members were tried.
     assert sorted(MESSAGES["ours"].values()) == sorted(MESSAGES["kube"].values())
+    # The PodGroups' PodGroupScheduled conditions, as kube-scheduler writes them.
+    assert GROUP_STATUS["ours"] == GROUP_STATUS["kube"]
