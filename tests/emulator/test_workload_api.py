@@ -297,3 +297,37 @@ async def test_discovery_serves_the_workload_api(api_client: client.ApiClient) -
     status, group, _ = await raw(api_client, "GET", "/apis/scheduling.k8s.io")
     assert status == 200 and group["preferredVersion"]["version"] == "v1"
     assert [v["version"] for v in group["versions"]] == ["v1", "v1alpha2"]
+
+
+async def test_kubectl_get_tables_match_kube(api_client: client.ApiClient, namespace: str) -> None:
+    from scheduler.simulation.emulator.tablecolumns import POD_GROUP_COLUMNS, WORKLOAD_COLUMNS
+
+    from .test_tables import KUBECTL_ACCEPT, _defs, _row
+
+    workloads = f"{API}/namespaces/{namespace}/workloads"
+    groups = f"{API}/namespaces/{namespace}/podgroups"
+    await raw(api_client, "POST", workloads, body=workload("train", template()))
+    await raw(api_client, "POST", groups, body=pod_group("train-0", REF, gang={"minCount": 2}))
+    await raw(api_client, "POST", groups, body=pod_group("solo", basic={}))
+    condition = {
+        "type": "PodGroupScheduled",
+        "status": "True",
+        "reason": "Scheduled",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status, answer, _ = await raw(
+        api_client,
+        "PATCH",
+        f"{groups}/train-0/status",
+        body={"status": {"conditions": [condition]}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, answer
+    status, table, _ = await raw(api_client, "GET", workloads, accept=KUBECTL_ACCEPT)
+    assert status == 200 and table["columnDefinitions"] == _defs(WORKLOAD_COLUMNS)
+    assert _row(table, "train", 1) == ["train"]
+    status, table, _ = await raw(api_client, "GET", groups, accept=KUBECTL_ACCEPT)
+    assert status == 200 and table["columnDefinitions"] == _defs(POD_GROUP_COLUMNS)
+    assert _row(table, "train-0", 4) == ["train-0", "Gang", "train", "Scheduled"]
+    assert _row(table, "solo", 4) == ["solo", "Basic", "<none>", "Pending"]
