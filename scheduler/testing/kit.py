@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from scheduler.api.args import coerce_args
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.handle import Handle
+from scheduler.api.handle import ApiClient, FrameworkRunner, Handle
 from scheduler.api.hookspecs import SchedulerHookSpecs
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Status
@@ -34,6 +34,8 @@ from scheduler.api.views import Node, Nodes, Pod, QueuedPod
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import LoadedPlugin, PluginCatalog
+from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
+from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting import WaitingPodEntry
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
@@ -61,12 +63,14 @@ class PluginTestKit:
         objects: Iterable[Obj] = (),
         *,
         profile: str = "default-scheduler",
+        client: ApiClient | None = None,
     ) -> None:
         """``nodes`` and bound ``pods`` (``spec.nodeName`` set) make the cluster;
-        ``objects`` fill the stores plugins read with ``handle.store(...)``."""
+        ``objects`` fill the stores plugins read with ``handle.store(...)``;
+        ``client`` is ``handle.client`` (e.g. one recording the requests)."""
         self._table = NodeTable()
         self._handle = FrameworkHandle(
-            profile, self._table, store_provider=StaticStores(list(objects))
+            profile, self._table, client=client, store_provider=StaticStores(list(objects))
         )
         for node in nodes:
             self.add_node(node)
@@ -136,6 +140,31 @@ class PluginTestKit:
         version = str(getattr(plugin_class, "api_version", "1.0"))
         handle = self._handle.for_plugin(name, legacy_table=not uses_views(version))
         return plugin_class(args, handle)  # type: ignore[call-arg]
+
+    def profile(self, *plugins: object) -> FrameworkRunner:
+        """Run ``plugins`` (built with :meth:`build`) as one profile: ``handle.framework``.
+
+        Each plugin sits at every extension point one of its hooks belongs
+        to, in the order given, weight 1. What ``find_node`` on it decides is
+        what a scheduling cycle with only these plugins would decide.
+        """
+        manager = SchedulerPluginManager()
+        names = []
+        for plugin in plugins:
+            name = str(getattr(plugin, "name", "") or type(plugin).__name__)
+            manager.register(plugin, name=name)
+            names.append((name, manager.hooks_of(plugin)))
+        order = {
+            point: [
+                (name, 1)
+                for name, hooks in names
+                if any(HOOK_POINTS.get(h) is point for h in hooks)
+            ]
+            for point in set(HOOK_POINTS.values())
+        }
+        framework = Framework(self._handle.profile_name, manager, order)
+        self._handle.set_framework(framework)
+        return framework
 
     def call(
         self,
