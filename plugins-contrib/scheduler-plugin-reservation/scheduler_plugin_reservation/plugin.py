@@ -302,7 +302,11 @@ class ReservationPlugin(Plugin):
             "name": pod.name,
             "uid": pod.uid,
         }
-        self._consumed.setdefault(name, {})[pod.uid] = Consumption(ref, dict(pod.requests))
+        r = next((r for r in self.reservations() if r.name == name), None)
+        reserved = (r.allocatable or r.requests) if r is not None else pod.requests
+        # Charged what it takes of the reserved resources (Koordinator masks the same way).
+        requests = {k: v for k, v in pod.requests.items() if k in reserved}
+        self._consumed.setdefault(name, {})[pod.uid] = Consumption(ref, requests)
         state.write(CHOSEN_KEY, name)
         return None
 
