@@ -60,6 +60,7 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "AnnotationGate": "scheduler-plugin-annotation-gate",
     "Coscheduling": "scheduler-plugin-coscheduling",
+    "Reservation": "scheduler-plugin-reservation",
     "LoadAware": "scheduler-plugin-loadaware",
 }
 # Wheels of one distribution downloaded at most, newest first, looking for a compatible one.
