@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.status import Status
 from scheduler.api.views import Node, Nodes, Pod
 
@@ -187,6 +188,15 @@ class Handle(Protocol):
 
     def record_preemption_victims(self, victims: int) -> None:
         """Observe how many pods the chosen preemption evicts (``scheduler_preemption_victims``)."""
+
+    def preemption(self, policy: PreemptionPolicy) -> Preemption:
+        """An evaluator that preempts with ``policy`` (API 2.1, :mod:`scheduler.api.preemption`).
+
+        Call it in ``__init__`` (it asks for the PodDisruptionBudget store
+        then) and keep the result: it remembers the preemptions in flight.
+        Candidates, the dry run on what-if copies, the choice and the
+        eviction are the ones DefaultPreemption gets.
+        """
 
     def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:
         """Pods holding a nomination (they won a preemption), by node name.

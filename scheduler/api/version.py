@@ -17,9 +17,11 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 1.2 ``ObjectStore.revision`` and ``pre_bind_timeout``; 1.3 ``Diagnosis.pre_filter_code``;
 2.0 hooks get read-only views, ``Handle.nodes()``, a small ``__all__``
 (internals such as ``NodeTable`` import with a DeprecationWarning);
-2.1 the transformer hooks (``before_pre_filter``, ``after_pre_filter``,
-``before_filter``, ``before_score``), ``NodeAdjustment``, ``handle.framework.pod_from_object``
-and ``handle.framework.find_node``.
+2.1 preemption for plugins: ``Handle.preemption(policy)`` and
+:mod:`scheduler.api.preemption` (kube's ``preemption.Interface``); the
+transformer hooks (``before_pre_filter``, ``after_pre_filter``,
+``before_filter``, ``before_score``), ``NodeAdjustment``,
+``handle.framework.pod_from_object`` and ``handle.framework.find_node``.
 """
 
 from __future__ import annotations

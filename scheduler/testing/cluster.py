@@ -44,11 +44,17 @@ class EmulatedCluster:
         *,
         cluster_file: str | Path | None = None,
         directory: str | Path,
+        builtin_crds: bool = True,
     ) -> EmulatedCluster:
-        """Serve ``objects`` (and/or a cluster file's objects) on a loopback port."""
+        """Serve ``objects`` (and/or a cluster file's objects) on a loopback port.
+
+        The emulator serves the CRDs of the plugins we publish from the start;
+        with ``builtin_crds=False`` it serves none, so a test can install a
+        distribution's own manifest as a user would on a real cluster.
+        """
         items = list(load_cluster_file(cluster_file)) if cluster_file is not None else []
         items.extend(objects)
-        server = EmulatorServer(items)
+        server = EmulatorServer(items, builtin_crds=builtin_crds)
         await server.start()
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)

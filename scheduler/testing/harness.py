@@ -166,6 +166,44 @@ class RunningScheduler:
             error = None if self._task.cancelled() else self._task.exception()
             raise AssertionError(f"the scheduler daemon has stopped (error: {error!r})")
 
+    # -- the scheduler's own view (read-only) -----------------------------------------
+
+    def plugin(self, name: str, *, profile: str | None = None) -> Any:
+        """The running instance of plugin ``name`` (in ``profile``, or the only profile)."""
+        if profile is None:
+            if len(self.daemon.profiles) != 1:
+                raise LookupError(
+                    f"the scheduler runs {len(self.daemon.profiles)} profiles; name one of "
+                    f"{sorted(self.daemon.profiles)}"
+                )
+            profile = next(iter(self.daemon.profiles))
+        try:
+            return self.daemon.profiles[profile].framework.plugins[name]
+        except KeyError:
+            raise LookupError(f"profile {profile!r} runs no plugin {name!r}") from None
+
+    def waiting_pods(self) -> list[str]:
+        """Pods held at Permit (``namespace/name``), sorted."""
+        return sorted(entry.pod.key for entry in self.daemon.waiting_pods)
+
+    def assumed_pods(self) -> list[str]:
+        """Pods placed in the scheduler's cache but not yet bound (``namespace/name``), sorted."""
+        return sorted(self.daemon.cache.assumed)
+
+    def requested(self) -> dict[str, dict[str, int]]:
+        """Resources requested on each node as the scheduler counts them (assumed pods too).
+
+        Values are in the node table's units (cpu in millicores, memory in bytes).
+        """
+        table = self.daemon.cache.table
+        return {
+            table.names[row]: dict(table.node_info(row).requested) for row in table.rows().tolist()
+        }
+
+    def queue_counts(self) -> dict[str, int]:
+        """How many pods each part of the scheduling queue holds (active, backoff, ...)."""
+        return dict(self.daemon.queue.counts())
+
     # -- pods --------------------------------------------------------------------------
 
     def failure(self, pod: str) -> str | None:

@@ -74,10 +74,16 @@ async def _cluster_factory(tmp_path: Path) -> AsyncIterator[ClusterFactory]:
     clusters: list[EmulatedCluster] = []
 
     async def start(
-        objects: Iterable[Obj] = (), *, cluster_file: str | Path | None = None
+        objects: Iterable[Obj] = (),
+        *,
+        cluster_file: str | Path | None = None,
+        builtin_crds: bool = True,
     ) -> EmulatedCluster:
         cluster = await EmulatedCluster.start(
-            objects, cluster_file=cluster_file, directory=tmp_path / f"cluster-{len(clusters)}"
+            objects,
+            cluster_file=cluster_file,
+            directory=tmp_path / f"cluster-{len(clusters)}",
+            builtin_crds=builtin_crds,
         )
         clusters.append(cluster)
         return cluster

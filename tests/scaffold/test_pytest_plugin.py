@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from scheduler.api import FilterResult, Plugin, hookimpl
+from scheduler.api import FilterResult, Plugin, Status, hookimpl
 from scheduler.api.cyclestate import CycleState
 from scheduler.errors import UserError
 from scheduler.state.nodetable import NodeSet
@@ -117,3 +118,57 @@ async def test_configuration_problems_fail_start_up(
     assert "plugin 'NoSuchPlugin' is not installed" in raised.value.render()
     with pytest.raises(ValueError, match="either config or"):
         await running_scheduler(config={}, enable=["OnlyZoneB"])
+
+
+class HoldAtPermit(Plugin):
+    """Permit for the tests: every pod waits until the test allows it."""
+
+    api_version = "2.0"
+
+    @hookimpl
+    def permit(self, state: CycleState, pod: Any, node_name: str) -> Status:
+        return Status.wait(30.0)
+
+    def release_all(self) -> None:
+        for waiting in self.handle.iterate_waiting_pods():
+            waiting.allow("HoldAtPermit")
+
+
+async def test_the_scheduler_state_a_plugin_test_can_read(
+    emulated_cluster: Any, running_scheduler: Any
+) -> None:
+    cluster = await emulated_cluster([make_node("n1", cpu="4")])
+    sched = await running_scheduler(
+        cluster, plugins={"HoldAtPermit": HoldAtPermit}, enable=["HoldAtPermit"]
+    )
+    idle = sched.requested()
+    cluster.create(make_pod("held", cpu="1500m"))
+
+    async def waits() -> bool:
+        return sched.waiting_pods() == ["default/held"]
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await waits():
+        assert asyncio.get_running_loop().time() < deadline, sched.queue_counts()
+        await asyncio.sleep(0.02)
+    assert sched.assumed_pods() == ["default/held"]
+    assert sched.requested()["n1"]["cpu"] == idle["n1"]["cpu"] + 1500
+    assert sched.queue_counts()["active"] == 0
+    assert cluster.node_of("default/held") is None
+
+    plugin = sched.plugin("HoldAtPermit")
+    assert isinstance(plugin, HoldAtPermit)
+    plugin.release_all()
+    await sched.wait_for_placements({"held": "n1"})
+    await sched.settle()
+    assert sched.waiting_pods() == [] and sched.assumed_pods() == []
+    with pytest.raises(LookupError, match="runs no plugin 'Nope'"):
+        sched.plugin("Nope")
+
+
+async def test_a_cluster_without_the_published_crds(emulated_cluster: Any) -> None:
+    bare = await emulated_cluster(builtin_crds=False)
+    with pytest.raises(LookupError, match="does not serve kind 'PodGroup'"):
+        bare.list("scheduling.x-k8s.io/v1alpha1", "PodGroup")
+    served = await emulated_cluster()
+    assert served.list("scheduling.x-k8s.io/v1alpha1", "PodGroup") == []

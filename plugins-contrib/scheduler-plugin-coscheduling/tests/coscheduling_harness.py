@@ -2,8 +2,10 @@
 
 Self-contained on purpose: the distribution's tests must pass when it is
 installed alone next to the core, so nothing here comes from the core's own
-test suite. Objects are created through the API, as a user would, and the
-daemon sees them only through its informers.
+test suite; the daemon and the emulator are driven through the plugin
+author's test kit (scheduler.testing), as any third-party plugin's tests
+would. Objects are created through the API, as a user would, and the daemon
+sees them only through its informers.
 """
 
 from __future__ import annotations
@@ -16,11 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from scheduler.config import load_config
-from scheduler.daemon.daemon import Daemon
-from scheduler.framework.loader import PluginCatalog
-from scheduler.kube.client import KubeClient
-from scheduler.simulation.emulator import EmulatorServer
+from scheduler.testing.cluster import EmulatedCluster
+from scheduler.testing.harness import RunningScheduler, build_catalog, build_config
 
 from scheduler_plugin_coscheduling import POD_GROUP_LABEL, Coscheduling, crd_manifest
 
@@ -131,10 +130,11 @@ def scheduler_config(
 class GangCluster:
     """A running daemon and the API it schedules against, with helpers to observe both."""
 
-    def __init__(self, server: EmulatorServer, client: KubeClient, daemon: Daemon) -> None:
-        self.server = server
-        self.client = client
-        self.daemon = daemon
+    def __init__(self, cluster: EmulatedCluster, scheduler: RunningScheduler) -> None:
+        self.cluster = cluster
+        self.scheduler = scheduler
+        self.server = cluster.server
+        self.client = scheduler.client
 
     # -- API ----------------------------------------------------------------------------
 
@@ -178,21 +178,19 @@ class GangCluster:
 
     @property
     def plugin(self) -> Coscheduling:
-        profile = self.daemon.profiles[SCHEDULER_NAME]
-        plugin = profile.framework.plugins["Coscheduling"]
+        plugin = self.scheduler.plugin("Coscheduling")
         assert isinstance(plugin, Coscheduling)
         return plugin
 
     def usage(self) -> dict[str, dict[str, int]]:
-        """Requested resources per node in the scheduler's NodeTable (assumed pods count)."""
-        table = self.daemon.cache.table
-        return {table.names[row]: table.node_info(row).requested for row in table.rows().tolist()}
+        """Requested resources per node as the scheduler counts them (assumed pods too)."""
+        return self.scheduler.requested()
 
     def waiting(self) -> list[str]:
-        return sorted(entry.pod.name for entry in self.daemon.waiting_pods)
+        return sorted(key.rpartition("/")[2] for key in self.scheduler.waiting_pods())
 
     def assumed(self) -> list[str]:
-        return sorted(key.rpartition("/")[2] for key in self.daemon.cache.assumed)
+        return sorted(key.rpartition("/")[2] for key in self.scheduler.assumed_pods())
 
     # -- waiting ------------------------------------------------------------------------
 
@@ -212,7 +210,7 @@ class GangCluster:
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"timed out after {within:g}s waiting for {what}; waiting={self.waiting()} "
-                    f"assumed={self.assumed()} queue={self.daemon.queue.counts()}"
+                    f"assumed={self.assumed()} queue={self.scheduler.queue_counts()}"
                 )
             await asyncio.sleep(interval)
 
@@ -228,36 +226,25 @@ async def gang_cluster(
     args: Mapping[str, Any] | None = None,
     install_crd: bool = False,
 ) -> AsyncIterator[GangCluster]:
-    """Start the emulator, create ``nodes``, run the daemon.
+    """Start the emulator with ``nodes``, run the daemon.
 
     The emulator serves the PodGroup CRD built in; with ``install_crd`` it
     starts without it and the distribution's manifest is applied instead, as
-    the README's install step does on a real cluster.
+    the README's install step does on a real cluster (before the daemon
+    starts, so its PodGroup informer finds the resource).
     """
-    async with EmulatorServer(builtin_crds=not install_crd) as server:
-        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        client = await KubeClient.from_kubeconfig(str(kubeconfig), qps=0, burst=1000)
+    async with await EmulatedCluster.start(
+        nodes, directory=tmp_path, builtin_crds=not install_crd
+    ) as cluster:
+        if install_crd:
+            cluster.create(yaml.safe_load(crd_manifest()))
+        scheduler = await RunningScheduler.start(
+            cluster,
+            config=build_config(scheduler_config(args)),
+            catalog=build_catalog(),
+            seed=0,
+        )
         try:
-            if install_crd:
-                crd = yaml.safe_load(crd_manifest())
-                await client.request(
-                    "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd
-                )
-            config = load_config(scheduler_config(args))
-            daemon = Daemon(config, PluginCatalog.discover(), client, serve_health=False, seed=0)
-            cluster = GangCluster(server, client, daemon)
-            for node in nodes:
-                await cluster.create(node)
-            run = asyncio.create_task(daemon.run(install_signal_handlers=False))
-            leading = asyncio.create_task(daemon.leading.wait())
-            await asyncio.wait({run, leading}, return_when=asyncio.FIRST_COMPLETED)
-            if run.done():
-                run.result()  # start-up failed: raise its error here
-            try:
-                yield cluster
-            finally:
-                leading.cancel()
-                daemon.request_stop()
-                await asyncio.wait_for(run, 30)
+            yield GangCluster(cluster, scheduler)
         finally:
-            await client.close()
+            await scheduler.stop()
