@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -136,7 +137,9 @@ class ReservationPlugin(Plugin):
         self._write_lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
         with contextlib.suppress(RuntimeError):  # no loop (unit tests, explain): no task
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._task = asyncio.get_running_loop().create_task(
+                _sync_while_alive(weakref.ref(self), self.args.sync_interval_seconds)
+            )
 
     # -- the reservations ------------------------------------------------------------------
 
@@ -345,16 +348,6 @@ class ReservationPlugin(Plugin):
 
     # -- placing and expiring (the plugin's task) -------------------------------------------
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.args.sync_interval_seconds)
-            try:
-                await self.sync()
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # the task must outlive one failed round
-                self.handle.logger.warning("reservation sync failed", error=str(err))
-
     async def sync(self) -> None:
         """Expire what is due, then place what is pending (this profile's reservations)."""
         now = self.clock()
@@ -444,6 +437,25 @@ class ReservationPlugin(Plugin):
                 body={"status": dict(status)},
                 content_type=MERGE_PATCH,
             )
+
+
+async def _sync_while_alive(ref: weakref.ref[ReservationPlugin], interval: float) -> None:
+    """Sync every ``interval`` seconds for as long as the plugin instance lives.
+
+    The task holds the plugin only weakly: when a config reload or the end of
+    the daemon drops the instance, the task ends instead of syncing for a
+    profile that no longer schedules.
+    """
+    while True:
+        await asyncio.sleep(interval)
+        plugin = ref()
+        if plugin is None:
+            return
+        try:
+            await plugin.sync()
+        except Exception as err:  # the task must outlive one failed round
+            plugin.handle.logger.warning("reservation sync failed", error=str(err))
+        del plugin
 
 
 def _condition(kind: str, status: str, reason: str, message: str, stamp: str) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -330,3 +332,26 @@ def test_a_reservation_whose_template_names_a_node_stays_there() -> None:
     pseudo = framework.pod_from_object(plugin.reservations()[0].reserve_pod())
     node, status = framework.find_node(pseudo, kit.nodes())
     assert (node, status.code) == ("n2", Code.SUCCESS)
+
+
+async def test_the_sync_task_places_pending_ones_and_ends_with_the_plugin() -> None:
+    client = RecordingClient()
+    kit = PluginTestKit(
+        nodes=[make_node("n1")],
+        objects=[reservation("r1", ttl="0")],
+        profile=PROFILE,
+        client=client,
+    )
+    plugin = kit.build(ReservationPlugin, {"syncIntervalSeconds": 0.01})
+    kit.profile(plugin, kit.build(installed_plugin("NodeResourcesFit").plugin_class))
+    task = plugin._task
+    assert task is not None
+    for _ in range(200):
+        if client.statuses("r1"):
+            break
+        await asyncio.sleep(0.01)
+    assert client.statuses("r1")[0].get("nodeName") == "n1", client.statuses("r1")
+    kit = None  # type: ignore[assignment]  # the profile holds the plugin too
+    del plugin
+    gc.collect()
+    await asyncio.wait_for(task, 1)
