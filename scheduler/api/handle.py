@@ -176,6 +176,15 @@ class Handle(Protocol):
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         """Objects of a resource the plugin declared in its ``watches`` attribute."""
 
+    def is_leader(self) -> bool:
+        """Whether this replica acts for the cluster now (API 2.1).
+
+        Hooks run only on the leader; work a plugin does on its own (a
+        background task writing objects) checks this first, so a standby
+        replica of a leader-elected deployment never writes. True where
+        there is no election.
+        """
+
     def activate_pods(self, pods: Sequence[Pod]) -> None:
         """Move these pods from backoff/unschedulable to the active queue."""
 

@@ -21,7 +21,8 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 :mod:`scheduler.api.preemption` (kube's ``preemption.Interface``); the
 transformer hooks (``before_pre_filter``, ``after_pre_filter``,
 ``before_filter``, ``before_score``), ``NodeAdjustment``,
-``handle.framework.pod_from_object`` and ``handle.framework.find_node``.
+``handle.framework.pod_from_object``, ``handle.framework.find_node`` and
+``Handle.is_leader``.
 """
 
 from __future__ import annotations

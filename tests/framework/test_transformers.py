@@ -17,6 +17,7 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.framework.cycle import Algorithm
+from scheduler.framework.handle import FrameworkHandle
 from scheduler.framework.pluginmanager import SchedulerPluginManager
 from scheduler.framework.runtime import FILTER_OVERLAY_KEY, Framework
 from scheduler.state.nodetable import NodeSet
@@ -285,3 +286,13 @@ def test_find_node_places_a_pseudo_pod_through_filter_and_score() -> None:
     node_name, status = framework.find_node(big, NodeSet(table, table.rows()).view())
     assert node_name is None and status.code is Code.UNSCHEDULABLE
     assert "Insufficient cpu" in status.message()
+
+
+def test_plugins_ask_their_handle_whether_this_replica_leads() -> None:
+    leading = [False]
+    handle = FrameworkHandle("p", table_of(node("n1")), leader=lambda: leading[0])
+    plugin_handle = handle.for_plugin("Reservation")
+    assert not plugin_handle.is_leader()
+    leading[0] = True
+    assert plugin_handle.is_leader()
+    assert FrameworkHandle("p", table_of()).is_leader()  # no election: always

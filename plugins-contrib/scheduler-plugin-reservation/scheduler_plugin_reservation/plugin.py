@@ -27,7 +27,8 @@ How it works (see README.md for the user's side):
   pods of the profile are retried.
 
 Writes happen in a background task of the plugin (every
-``syncIntervalSeconds``) and in PostBind; until a write comes back through
+``syncIntervalSeconds``, on the leader only: ``handle.is_leader()``) and in
+PostBind; until a write comes back through
 the informer, the plugin's own record of it counts, so the next cycle never
 sees a reservation twice or a consumed one as free.
 """
@@ -452,7 +453,8 @@ async def _sync_while_alive(ref: weakref.ref[ReservationPlugin], interval: float
         if plugin is None:
             return
         try:
-            await plugin.sync()
+            if plugin.handle.is_leader():  # a standby replica never writes
+                await plugin.sync()
         except Exception as err:  # the task must outlive one failed round
             plugin.handle.logger.warning("reservation sync failed", error=str(err))
         del plugin
