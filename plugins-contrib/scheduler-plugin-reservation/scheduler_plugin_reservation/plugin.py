@@ -58,6 +58,7 @@ from scheduler.api import (
     Status,
     hookimpl,
 )
+from scheduler.model.resources import pod_requests
 
 from scheduler_plugin_reservation.reservation import (
     PHASE_AVAILABLE,
@@ -368,8 +369,52 @@ class ReservationPlugin(Plugin):
                 )
             elif not self.node_of(r):
                 await self._place(r, now)
+            elif r.current_owners and not r.allocate_once:
+                released = await self._drop_gone_owners(r) or released
         if released:
             self._retry_pending_pods()
+
+    def _alive(self, ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The owner pod ``ref`` names, if it still exists and has not terminated."""
+        obj = self._pods.get(str(ref.get("namespace") or ""), str(ref.get("name") or ""))
+        if obj is None or str((obj.get("metadata") or {}).get("uid") or "") != ref.get("uid"):
+            return None
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return None
+        return obj
+
+    async def _drop_gone_owners(self, r: Reservation) -> bool:
+        """Give a shared reservation back what its deleted or finished owners took.
+
+        ``allocated`` is recomputed from the owners still running (their
+        requests, masked to the reserved resources) plus the pods charged
+        here that the status does not show yet. True when something was freed.
+        """
+        alive = {str(o.get("uid")): self._alive(o) for o in r.current_owners}
+        if all(alive.values()):
+            return False
+        reserved = r.allocatable or r.requests
+        owners: list[dict[str, Any]] = []
+        allocated: dict[str, int] = {}
+        for ref in r.current_owners:
+            obj = alive[str(ref.get("uid"))]
+            if obj is None:
+                continue
+            owners.append(dict(ref))
+            with contextlib.suppress(ValueError):
+                for k, v in pod_requests(obj).items():
+                    if k in reserved:
+                        allocated[k] = allocated.get(k, 0) + v
+        for uid, c in self._consumed.get(r.name, {}).items():
+            if uid not in alive:
+                owners.append(c.ref)
+                for k, v in c.requests.items():
+                    allocated[k] = allocated.get(k, 0) + v
+        # A merge patch keeps keys it does not name: null the ones no owner takes now.
+        patch: dict[str, Any] = dict.fromkeys(r.allocated)
+        patch.update(units_to_resources(allocated))
+        await self._patch(r.name, {"currentOwners": owners, "allocated": patch})
+        return True
 
     async def _place(self, r: Reservation, now: float) -> None:
         framework = self.handle.framework

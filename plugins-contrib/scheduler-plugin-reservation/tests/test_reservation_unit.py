@@ -355,3 +355,23 @@ async def test_the_sync_task_places_pending_ones_and_ends_with_the_plugin() -> N
     del plugin
     gc.collect()
     await asyncio.wait_for(task, 1)
+
+
+async def test_a_shared_reservation_gets_back_what_a_deleted_owner_took() -> None:
+    owners = [
+        {"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": n, "uid": f"uid-{n}"}
+        for n in ("a", "b")
+    ]
+    r = reservation(
+        "r1",
+        cpu="3",
+        allocate_once=False,
+        status=available("n1", "3000m", allocated={"cpu": "2000m"}, currentOwners=owners),
+    )
+    still_there = pod("a", cpu="1", app="web")
+    still_there["spec"]["nodeName"] = "n1"
+    _, plugin, client, _ = setup(r, still_there, nodes=1)  # b was deleted
+    await plugin.sync()
+    [status] = client.statuses("r1")
+    assert [o["name"] for o in status["currentOwners"]] == ["a"]
+    assert status["allocated"] == {"cpu": "1000m"}
