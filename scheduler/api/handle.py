@@ -48,8 +48,17 @@ class ObjectStore(Protocol):
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object ``namespace/name`` (``namespace`` empty for cluster-scoped ones), or None."""
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        """Every object, or those of one namespace; read-only, without ``managedFields``."""
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """Every object, or those of one namespace; read-only, without ``managedFields``.
+
+        ``labels`` keeps the objects carrying every one of these labels with
+        these values (an equality selector, API 2.1). The daemon answers it
+        from an index kept up to date as events arrive, so a plugin that finds
+        its objects by label (a gang's members) pays for the matches, not for
+        every object of the namespace.
+        """
 
     def revision(self) -> int:
         """A number that changes whenever the objects do (API 1.2): keep what you

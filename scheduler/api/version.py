@@ -18,7 +18,8 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 2.0 hooks get read-only views, ``Handle.nodes()``, a small ``__all__``
 (internals such as ``NodeTable`` import with a DeprecationWarning);
 2.1 preemption for plugins: ``Handle.preemption(policy)`` and
-:mod:`scheduler.api.preemption` (kube's ``preemption.Interface``); the
+:mod:`scheduler.api.preemption` (kube's ``preemption.Interface``);
+``ObjectStore.list(namespace, labels=...)`` answered from a label index; the
 transformer hooks (``before_pre_filter``, ``after_pre_filter``,
 ``before_filter``, ``before_score``), ``NodeAdjustment``,
 ``handle.framework.pod_from_object``, ``handle.framework.find_node`` and

@@ -16,6 +16,7 @@ from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, Waitin
 from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
+from scheduler.model.selectors import has_labels
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.views import NodesView
@@ -65,10 +66,14 @@ class StaticStore:
     def revision(self) -> int:
         return 0  # never changes
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        if namespace is None:
-            return list(self._by_key.values())
-        return [o for (ns, _), o in self._by_key.items() if ns == namespace]
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        return [
+            o
+            for (ns, _), o in self._by_key.items()
+            if (namespace is None or ns == namespace) and (not labels or has_labels(o, labels))
+        ]
 
 
 class StaticStores:
