@@ -58,6 +58,7 @@ from scheduler.api.results import (
     PreFilterResult,
 )
 from scheduler.api.status import Code, Status
+from scheduler.api.transform import NodeAdjustment
 from scheduler.api.version import PLUGIN_API_VERSION
 from scheduler.api.views import (
     CPU,
@@ -111,6 +112,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "PostFilterResult",
     "PreFilterResult",
     "Status",
+    # transformers (API 2.1): an adjusted view of the pod or of nodes
+    "NodeAdjustment",
     # requeueing on cluster events
     "ActionType",
     "ClusterEvent",

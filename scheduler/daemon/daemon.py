@@ -241,6 +241,7 @@ class Daemon:
                 ),
                 store_provider=self._store,
                 activator=lambda pods: self.queue.activate(p.key for p in pods),
+                leader=lambda: self.leading.is_set() and self.scheduler.may_bind(),
             )
         return handle
 

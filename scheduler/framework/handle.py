@@ -142,6 +142,7 @@ class FrameworkHandle:
         activator: Activator | None = None,
         plugin_name: str = "",
         legacy_table: bool = True,
+        leader: Callable[[], bool] | None = None,
     ) -> None:
         self._profile_name = profile_name
         self._table = table
@@ -153,6 +154,7 @@ class FrameworkHandle:
         self._event_sink = event_sink
         self._store_provider: StoreProvider = store_provider or StaticStores()
         self._activator = activator
+        self._leader = leader
         self._logger = structlog.get_logger("scheduler.plugin").bind(
             profile=profile_name, plugin=plugin_name
         )
@@ -178,6 +180,7 @@ class FrameworkHandle:
             activator=self._activator,
             plugin_name=plugin_name,
             legacy_table=legacy_table,
+            leader=self._leader,
         )
         copy._framework = self._framework
         copy._nominator = self._nominator
@@ -290,6 +293,9 @@ class FrameworkHandle:
 
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         return self._store_provider(group, version, plural)
+
+    def is_leader(self) -> bool:
+        return self._leader() if self._leader is not None else True
 
     def activate_pods(self, pods: Sequence[Pod]) -> None:
         if self._activator is not None:

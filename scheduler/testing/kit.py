@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from scheduler.api.args import coerce_args
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.handle import ApiClient, Handle
+from scheduler.api.handle import ApiClient, FrameworkRunner, Handle
 from scheduler.api.hookspecs import SchedulerHookSpecs
 from scheduler.api.results import Diagnosis, FilterResult, PostFilterResult
 from scheduler.api.status import Status
@@ -37,7 +37,7 @@ from scheduler.config.points import ExtensionPoint
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import LoadedPlugin, PluginCatalog
-from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
+from scheduler.framework.pluginmanager import HOOK_POINTS, POINT_HOOKS, SchedulerPluginManager
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting import WaitingPodEntry
 from scheduler.model.featuregates import effective_gates
@@ -215,6 +215,31 @@ class PluginTestKit:
         self._handle.set_feature_gates(gates)
         handle = self._handle.for_plugin(name, legacy_table=not uses_views(version))
         return plugin_class(args, handle)  # type: ignore[call-arg]
+
+    def profile(self, *plugins: object) -> FrameworkRunner:
+        """Run ``plugins`` (built with :meth:`build`) as one profile: ``handle.framework``.
+
+        Each plugin sits at every extension point one of its hooks belongs
+        to, in the order given, weight 1. What ``find_node`` on it decides is
+        what a scheduling cycle with only these plugins would decide.
+        """
+        manager = SchedulerPluginManager()
+        names = []
+        for plugin in plugins:
+            name = str(getattr(plugin, "name", "") or type(plugin).__name__)
+            manager.register(plugin, name=name)
+            names.append((name, manager.hooks_of(plugin)))
+        order = {
+            point: [
+                (name, 1)
+                for name, hooks in names
+                if any(HOOK_POINTS.get(h) is point for h in hooks)
+            ]
+            for point in set(HOOK_POINTS.values())
+        }
+        framework = Framework(self._handle.profile_name, manager, order)
+        self._handle.set_framework(framework)
+        return framework
 
     def call(
         self,
