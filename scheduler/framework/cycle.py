@@ -28,6 +28,7 @@ from scheduler.framework.batching import BatchCache, pod_signature
 from scheduler.framework.handle import Nominator
 from scheduler.framework.nominated import filter_with_nominated, nominated_rows
 from scheduler.framework.runtime import (
+    FILTER_OVERLAY_KEY,
     IGNORED_KEY,
     PREFILTER_NARROWING_KEY,
     FilterOutcome,
@@ -99,6 +100,8 @@ class Algorithm:
         self.split_seconds = 0.0
         #: The batching key of the current split cycle's pod (None: no reuse).
         self.split_signature: bytes | None = None
+        #: The current split cycle's pod as the transformers left it.
+        self.split_pod: PodInfo | None = None
         #: Whether a plugin allocates ResourceClaims' devices in this profile.
         self._allocates_devices = any(
             call.plugin == "DynamicResources" for call in framework.pre_filter_calls
@@ -170,7 +173,7 @@ class Algorithm:
     def _schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
     ) -> ScheduleResult:
-        result, feasible, signature = self._until_feasible(
+        result, feasible, signature, pod = self._until_feasible(
             state, pod, table, percentage, nominated=True
         )
         if feasible is not None:
@@ -194,7 +197,7 @@ class Algorithm:
         """
         start = time.perf_counter()
         try:
-            result, feasible, self.split_signature = self._until_feasible(
+            result, feasible, self.split_signature, self.split_pod = self._until_feasible(
                 state, pod, table, percentage, nominated=nominated
             )
             return result, feasible
@@ -209,8 +212,12 @@ class Algorithm:
         result: ScheduleResult,
         extra: list[ExtraScores] | None = None,
     ) -> ScheduleResult:
-        """The second half of a split cycle: Score ``feasible`` (plus ``extra``), choose."""
+        """The second half of a split cycle: Score ``feasible`` (plus ``extra``), choose.
+
+        Scored as the transformers (API 2.1) left the pod in the first half.
+        """
         start = time.perf_counter()
+        pod = self.split_pod or pod
         try:
             result.feasible_nodes = len(feasible)
             if result.filter_outcome is not None:
@@ -233,29 +240,43 @@ class Algorithm:
 
     def _until_feasible(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int, nominated: bool
-    ) -> tuple[ScheduleResult, NodeSet | None, bytes | None]:
+    ) -> tuple[ScheduleResult, NodeSet | None, bytes | None, PodInfo]:
+        """PreFilter to the feasible nodes; also the pod as the transformers left it."""
         all_nodes = table.all_nodes()
         diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
         refused = self._refuse_outright(pod, all_nodes, diagnosis)
         if refused is not None:
-            return refused, None, None
-        pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
+            return refused, None, None, pod
+        framework = self.framework
+        if framework.before_pre_filter_calls:  # transformers (API 2.1): none, no cost
+            pod, status = framework.run_before_pre_filter(state, pod, all_nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
+        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
+        if status.is_success() and framework.after_pre_filter_calls:
+            status = framework.run_after_pre_filter(state, pod, all_nodes)
         if not status.is_success():
             _record_pre_filter_rejection(status, diagnosis)
-            return ScheduleResult(status, diagnosis=diagnosis), None, None
+            return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
         nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        if framework.before_filter_calls:
+            status = framework.run_before_filter(state, pod, nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
         if nominated:
             on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
             if on_nominated is not None:
-                return on_nominated, None, None
+                return on_nominated, None, None, pod
         signature = self._batch_signature(state, pod, pre_result, percentage)
         result = self._find_feasible(state, pod, nodes, diagnosis, signature)
         feasible = result.filter_outcome.feasible if result.filter_outcome else None
         if not result.status.is_success() or feasible is None:
-            return result, None, None
+            return result, None, None, pod
         if percentage > 0:
             feasible = self._sample(feasible, len(all_nodes), percentage)
-        return result, feasible, signature
+        return result, feasible, signature, pod
 
     def _refuse_outright(
         self, pod: PodInfo, all_nodes: NodeSet, diagnosis: Diagnosis
@@ -356,20 +377,28 @@ class Algorithm:
             result.node = names[int(feasible.rows[0])]
             result.tied_rows = feasible.rows
             return
-        status = self.framework.run_pre_score(state, pod, feasible)
+        scored = feasible
+        if self.framework.before_score_calls:  # transformers (API 2.1)
+            scored, adjusted, status = self.framework.run_before_score(state, pod, feasible)
+            if not status.is_success():
+                result.status = status
+                return
+            if adjusted:
+                signature = None  # scores of this view are not those of identical pods
+        status = self.framework.run_pre_score(state, pod, scored)
         if not status.is_success():
             result.status = status
             return
         raw_scores: dict[str, npt.NDArray[np.int64]] | None = None
         batch = self.batch
         if signature is not None and batch is not None and batch.scores_are_local(state):
-            got = batch.raw_scores(signature, state, pod, feasible)
+            got = batch.raw_scores(signature, state, pod, scored)
             if isinstance(got, Status):
                 batch.forget(signature)
                 result.status = got
                 return
             raw_scores = got
-        scores = self.framework.run_score(state, pod, feasible, raw_scores)
+        scores = self.framework.run_score(state, pod, scored, raw_scores)
         result.score_outcome = scores
         if not scores.status.is_success():
             result.status = scores.status
@@ -391,6 +420,7 @@ class Algorithm:
             or percentage > 0
             or pre_result.node_names is not None
             or pod.nominated_node_name
+            or FILTER_OVERLAY_KEY in state  # this pod's view of some nodes is its own
             or (self.nominator is not None and self.nominator.nominated_pods())
             or not batch.filters_are_local(state)
         ):

@@ -44,6 +44,8 @@ class WhatIfTable(NodeTable):
         self.requested = base.requested.copy()
         self.non_zero_requested = base.non_zero_requested.copy()
         self.generation = base.generation.copy()
+        # The base's read-only views show the base's matrices, not these copies.
+        self.read_only_arrays = None
         self.pods = list(base.pods)
         self.ports = list(base.ports)
         self._owned: set[int] = set()  # rows whose pods and ports are copies
@@ -81,6 +83,7 @@ class WhatIfTable(NodeTable):
         self.requested = np.hstack([self.requested, pad])
         self.allocatable = self.base.allocatable
         self.node_epoch = self.base.node_epoch
+        self.read_only_arrays = None  # views of the matrices just replaced
         return col
 
     # -- pods -----------------------------------------------------------------------
