@@ -358,6 +358,7 @@ class _Resolver:
                 policy == "Ignore"
                 and name in enabled
                 and name not in self.broken
+                and name != EXTENDER_PLUGIN  # its filter and prioritize step is ignorable
                 and not self.points_of(name) & IGNORABLE_POINTS
             ):
                 points = self.points_of(name)

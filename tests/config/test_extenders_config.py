@@ -119,3 +119,14 @@ def test_every_profile_runs_the_extenders_and_binds_through_them_first() -> None
 def test_no_extenders_no_extender_plugin() -> None:
     (profile,) = resolve_profiles(load_config(doc()), PluginCatalog.discover())
     assert EXTENDER_PLUGIN not in profile.enabled_plugins
+
+
+def test_failure_policy_ignore_applies_to_the_extender_step() -> None:
+    config = load_config(
+        doc(
+            {"urlPrefix": "http://x", "filterVerb": "filter"},
+            profiles=[{"pluggableScheduler": {"failurePolicy": {EXTENDER_PLUGIN: "Ignore"}}}],
+        )
+    )
+    (profile,) = resolve_profiles(config, PluginCatalog.discover())
+    assert profile.failure_policy == {EXTENDER_PLUGIN: "Ignore"}
