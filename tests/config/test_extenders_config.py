@@ -130,3 +130,12 @@ def test_failure_policy_ignore_applies_to_the_extender_step() -> None:
     )
     (profile,) = resolve_profiles(config, PluginCatalog.discover())
     assert profile.failure_policy == {EXTENDER_PLUGIN: "Ignore"}
+
+
+def test_changing_extenders_needs_a_restart() -> None:
+    from scheduler.config.changes import fixed_field_changes
+
+    old = load_config(doc({"urlPrefix": "http://x", "filterVerb": "filter"}))
+    new = load_config(doc({"urlPrefix": "http://y", "filterVerb": "filter"}))
+    assert fixed_field_changes(old, new) == ["extenders"]
+    assert fixed_field_changes(old, old) == []
