@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler.config import API_VERSION, KIND, load_config
+from scheduler.config.changes import fixed_field_changes
 from scheduler.config.extenders import DEFAULT_EXTENDER_TIMEOUT, EXTENDER_PLUGIN
 from scheduler.config.points import ExtensionPoint
 from scheduler.config.resolve import resolve_profiles
@@ -133,8 +134,6 @@ def test_failure_policy_ignore_applies_to_the_extender_step() -> None:
 
 
 def test_changing_extenders_needs_a_restart() -> None:
-    from scheduler.config.changes import fixed_field_changes
-
     old = load_config(doc({"urlPrefix": "http://x", "filterVerb": "filter"}))
     new = load_config(doc({"urlPrefix": "http://y", "filterVerb": "filter"}))
     assert fixed_field_changes(old, new) == ["extenders"]
