@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run_cmd",
     "simulate_cmd",
     "explain_cmd",
+    "whatif_cmd",
     "plugins_cmd",
     "config_cmd",
     "emulator_cmd",

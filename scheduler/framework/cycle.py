@@ -187,6 +187,25 @@ class Algorithm:
         self._pick(state, pod, feasible, signature, result)
         return result
 
+    def feasibility(self, state: CycleState, pod: PodInfo, table: NodeTable) -> ScheduleResult:
+        """PreFilter and Filter over every node, nothing after: where could the pod go?
+
+        The what-if API's question (:mod:`.whatif`): the same checks as
+        :meth:`schedule` up to the feasible set, minus the nominated-node
+        shortcut and the batching cache (a what-if table is new each time).
+        """
+        all_nodes = table.all_nodes()
+        diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
+        refused = self._refuse_outright(pod, all_nodes, diagnosis)
+        if refused is not None:
+            return refused
+        pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
+        if not status.is_success():
+            _record_pre_filter_rejection(status, diagnosis)
+            return ScheduleResult(status, diagnosis=diagnosis)
+        nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        return self._find_feasible(state, pod, nodes, diagnosis, None)
+
     def _refuse_outright(
         self, pod: PodInfo, all_nodes: NodeSet, diagnosis: Diagnosis
     ) -> ScheduleResult | None:

@@ -283,3 +283,75 @@ async def test_an_allowing_review_is_cached_for_the_authorized_ttl(
                 return (await get(http, url, tokens.scraper))[0] == 403
 
             await wait_until(refused, within=10, every=0.2, message="the revoked grant to apply")
+
+
+async def test_whatif_needs_post_on_its_path(
+    cluster: Cluster, start_daemon: StartDaemon, tokens: Tokens
+) -> None:
+    """``POST /whatif`` is reviewed like ``/metrics``: verb post on the non-resource path."""
+    kubeconfig = str(cluster.backend.kubeconfig)
+    serving = Serving(
+        "127.0.0.1:0",
+        tls=server_context(),
+        auth=DelegatedAuthOptions(
+            authentication_kubeconfig=kubeconfig, authorization_kubeconfig=kubeconfig
+        ),
+    )
+    running = await start_daemon(
+        scheduler_config([{"schedulerName": cluster.scheduler_name}]), serving=serving
+    )
+    assert running.daemon.health is not None
+    url = f"https://127.0.0.1:{running.daemon.health.port}/whatif"
+
+    async def post(token: str | None) -> tuple[int, str]:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        connector = aiohttp.TCPConnector(ssl=False)
+        async with (
+            aiohttp.ClientSession(connector=connector) as http,
+            http.post(url, json={}, headers=headers) as response,
+        ):
+            return response.status, await response.text()
+
+    status, body = await post(tokens.scraper)  # may get /metrics, not post /whatif
+    assert status == 403 and 'cannot post path \\"/whatif\\"' in body, body
+    assert (await post(None))[0] == 403
+    role = f"whatif-{cluster.namespace}"
+    client = cluster.client
+    await client.request(
+        "POST",
+        f"{RBAC}/clusterroles",
+        body={
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role},
+            "rules": [{"nonResourceURLs": ["/whatif"], "verbs": ["post"]}],
+        },
+    )
+    try:
+        await client.request(
+            "POST",
+            f"{RBAC}/clusterrolebindings",
+            body={
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": "nobody", "namespace": cluster.namespace}
+                ],
+            },
+        )
+
+        async def allowed() -> bool:
+            return (await post(tokens.nobody))[0] == 200
+
+        await wait_until(allowed, within=10, message="post /whatif allowed after the binding")
+        status, body = await post(tokens.nobody)
+        assert status == 200 and '"answers":[]' in body, body
+    finally:
+        for kind in ("clusterrolebindings", "clusterroles"):
+            await client.request("DELETE", f"{RBAC}/{kind}/{role}")
