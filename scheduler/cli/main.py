@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "simulate_cmd",
     "explain_cmd",
     "whatif_cmd",
+    "shadow_cmd",
     "plugins_cmd",
     "config_cmd",
     "emulator_cmd",

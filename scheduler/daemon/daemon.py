@@ -33,6 +33,8 @@ from scheduler.daemon.adapters import LIST_ITEM_KINDS, InformerStore, KubeIO, re
 from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
 from scheduler.daemon.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.daemon.reload import ConfigReloader, digest_of
+from scheduler.daemon.shadow_endpoint import PATH as SHADOW_PATH
+from scheduler.daemon.shadow_endpoint import ShadowEndpoint
 from scheduler.daemon.whatif_endpoint import PATH as WHATIF_PATH
 from scheduler.daemon.whatif_endpoint import WhatIfEndpoint
 from scheduler.engine.cache import SchedulerCache
@@ -230,6 +232,7 @@ class Daemon:
                 serving=serving,
             )
             self.health.add_route("POST", WHATIF_PATH, WhatIfEndpoint(self).handle)
+            self.health.add_route("GET", SHADOW_PATH, ShadowEndpoint(self.scheduler.shadows).handle)
 
     # -- plugin handle --------------------------------------------------------------
 

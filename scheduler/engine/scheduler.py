@@ -25,6 +25,7 @@ from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
+from scheduler.engine.shadow import Shadows
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
@@ -92,6 +93,8 @@ class Scheduler:
         self.queue = queue
         self._seed = seed
         self.metrics = metrics
+        #: Shadow profiles (``shadowOf``): re-make the primaries' decisions, never bind.
+        self.shadows = Shadows(metrics)
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
@@ -187,10 +190,10 @@ class Scheduler:
         Called between two scheduling cycles (a cycle never awaits), so no
         pod sees half of each.
         """
-        self.profiles = dict(profiles)
+        self.profiles = self.shadows.configure(profiles, seed=self._seed, nominator=self.queue)
         self.algorithms = {
             name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
-            for name, p in profiles.items()
+            for name, p in self.profiles.items()
         }
         for profile in self.profiles.values():
             # Preemption's what-if checks count the room nominated pods hold.
@@ -247,6 +250,8 @@ class Scheduler:
             self.metrics.observe_algorithm(time.perf_counter() - start)
         node = result.node
         if node is None:
+            # Before PostFilter: nothing has changed the cluster since the decision.
+            self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
             self._handle_failure(profile, state, info, result.status, result, start)
             return
         self.cache.assume(pod, node)
@@ -272,6 +277,7 @@ class Scheduler:
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
         self._binding_tasks[task] = profile
         task.add_done_callback(self._binding_ended)
+        self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
 
     def _handle_failure(
         self,

@@ -44,6 +44,9 @@ class WhatIfTable(NodeTable):
         self.requested = base.requested.copy()
         self.non_zero_requested = base.non_zero_requested.copy()
         self.generation = base.generation.copy()
+        # The base's read-only views show the base's ``requested``: a plugin reading
+        # ``nodes.requested`` here must see this copy's.
+        self.read_only_arrays = None
         self.pods = list(base.pods)
         self.ports = list(base.ports)
         self._owned: set[int] = set()  # rows whose pods and ports are copies
@@ -145,6 +148,7 @@ class WhatIfTable(NodeTable):
             width = self.base.requested.shape[1]
             if self.requested.shape[1] != width:
                 self.requested = self.base.requested.copy()
+                self.read_only_arrays = None
             else:
                 self.requested[rows] = self.base.requested[rows]
             self.non_zero_requested[rows] = self.base.non_zero_requested[rows]
