@@ -264,12 +264,12 @@ class Shadows:
             state, pod, table, profile.resolved.percentage_of_nodes_to_score
         )
         name = profile.scheduler_name
+        p_row = table.row_of(decided.node) if decided.node is not None else None
         same = (decided.node is None and result.node is None) or (
-            decided.node is not None and decided.node in result.tied
+            p_row is not None and bool(np.any(result.tied_rows == p_row))
         )
         plugin: str | None = None
         if not same:
-            p_row = table.row_of(decided.node) if decided.node is not None else None
             s_row = table.row_of(result.node) if result.node is not None else None
             plugin = _explaining_plugin(decided, result, p_row, s_row)
             rows = {r for r in (p_row, s_row) if r is not None}

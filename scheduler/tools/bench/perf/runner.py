@@ -418,11 +418,16 @@ async def _wait_ready(url: str, alive: Callable[[], bool], limit: float, what: s
 
 @contextlib.contextmanager
 def run_ours(
-    server: ApiServer, workdir: Path, qps: float, profile_path: Path | None
+    server: ApiServer,
+    workdir: Path,
+    qps: float,
+    profile_path: Path | None,
+    extra_profiles: Sequence[dict[str, Any]] = (),
 ) -> Iterator[SchedulerProcess]:
     """``python -m scheduler run`` as a child process (optionally under cProfile)."""
     port = _free_port()
     config = scheduler_config(qps)
+    config["profiles"] = [*config["profiles"], *extra_profiles]
     config["pluggableScheduler"] = {"serverAddress": f"127.0.0.1:{port}"}
     config_path = workdir / "ours-config.json"
     config_path.write_text(json.dumps(config, indent=2))
@@ -522,6 +527,8 @@ class Options:
     profile: bool = False
     profile_dir: Path = Path("perf-profiles")
     workdir: Path | None = None
+    #: Profiles appended to our daemon's config after the measured one (e.g. a shadow).
+    extra_profiles: tuple[dict[str, Any], ...] = ()
 
 
 def phase_timeout(options: Options, phase: Phase) -> float:
@@ -772,7 +779,7 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
         asyncio.run(setup())
         setup_seconds = time.perf_counter() - t0
         launcher = (
-            run_ours(server, workdir, options.qps, profile_path)
+            run_ours(server, workdir, options.qps, profile_path, options.extra_profiles)
             if kind == "ours"
             else run_kube(server, workdir, options.qps)
         )
@@ -948,7 +955,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--profile-dir", type=Path, default=Path("perf-profiles"))
     parser.add_argument("--workdir", type=Path, help="keep configs and logs here")
+    parser.add_argument(
+        "--ours-extra-profiles",
+        type=Path,
+        metavar="FILE",
+        help="YAML or JSON list of profiles appended to our daemon's config after the "
+        "measured one, e.g. a shadow of it (pluggableScheduler.shadowOf: "
+        f"{workloads.SCHEDULER_NAME})",
+    )
     args = parser.parse_args(argv)
+    args.extra_profiles = _extra_profiles(parser, args.ours_extra_profiles)
     schedulers = tuple(s.strip() for s in args.schedulers.split(",") if s.strip())
     bad = [s for s in schedulers if s not in report.SCHEDULER_LABELS]
     if bad or not schedulers:
@@ -956,6 +972,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.schedulers = schedulers
     args.workloads = _workload_names(args.workload)
     return args
+
+
+def _extra_profiles(
+    parser: argparse.ArgumentParser, path: Path | None
+) -> tuple[dict[str, Any], ...]:
+    if path is None:
+        return ()
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        parser.error(f"--ours-extra-profiles {path}: {err}")
+    if not isinstance(loaded, list) or not all(isinstance(p, dict) for p in loaded):
+        parser.error(f"--ours-extra-profiles {path}: want a list of profiles (mappings)")
+    return tuple(loaded)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -969,6 +1001,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile=args.profile,
         profile_dir=args.profile_dir,
         workdir=args.workdir,
+        extra_profiles=args.extra_profiles,
     )
     result = run(
         args.workloads,
