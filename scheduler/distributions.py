@@ -59,7 +59,9 @@ DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 # Plugins published from plugins-contrib/ (tests check this against their pyproject.toml).
 KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "AnnotationGate": "scheduler-plugin-annotation-gate",
+    "CapacityScheduling": "scheduler-plugin-capacityscheduling",
     "Coscheduling": "scheduler-plugin-coscheduling",
+    "GangPreemption": "scheduler-plugin-gangpreemption",
     "LoadAware": "scheduler-plugin-loadaware",
 }
 # Wheels of one distribution downloaded at most, newest first, looking for a compatible one.

@@ -20,6 +20,9 @@ registered in the plugin distribution's ``pyproject.toml``::
     [project.entry-points."scheduler.plugins"]
     OnlyLinux = "my_package.plugin:OnlyLinux"
 
+A PostFilter plugin that preempts gets kube's evaluator from
+``handle.preemption(policy)``; its types are in :mod:`scheduler.api.preemption`.
+
 Hooks get read-only views (:class:`Pod`, :class:`Nodes`, :class:`Node`) and a
 :class:`CycleState`, and answer with results (:class:`FilterResult`, score
 arrays, :class:`Status`). Unit-test a plugin with :mod:`scheduler.testing`

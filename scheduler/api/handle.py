@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.status import Status
 from scheduler.api.views import Node, Nodes, Pod
 
@@ -47,8 +48,17 @@ class ObjectStore(Protocol):
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object ``namespace/name`` (``namespace`` empty for cluster-scoped ones), or None."""
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        """Every object, or those of one namespace; read-only, without ``managedFields``."""
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        """Every object, or those of one namespace; read-only, without ``managedFields``.
+
+        ``labels`` keeps the objects carrying every one of these labels with
+        these values (an equality selector, API 2.1). The daemon answers it
+        from an index kept up to date as events arrive, so a plugin that finds
+        its objects by label (a gang's members) pays for the matches, not for
+        every object of the namespace.
+        """
 
     def revision(self) -> int:
         """A number that changes whenever the objects do (API 1.2): keep what you
@@ -165,6 +175,15 @@ class Handle(Protocol):
 
     def record_preemption_victims(self, victims: int) -> None:
         """Observe how many pods the chosen preemption evicts (``scheduler_preemption_victims``)."""
+
+    def preemption(self, policy: PreemptionPolicy) -> Preemption:
+        """An evaluator that preempts with ``policy`` (API 2.1, :mod:`scheduler.api.preemption`).
+
+        Call it in ``__init__`` (it asks for the PodDisruptionBudget store
+        then) and keep the result: it remembers the preemptions in flight.
+        Candidates, the dry run on what-if copies, the choice and the
+        eviction are the ones DefaultPreemption gets.
+        """
 
     def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:
         """Pods holding a nomination (they won a preemption), by node name.

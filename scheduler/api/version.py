@@ -16,13 +16,16 @@ attribute ``api_version = "MAJOR.MINOR"``. The rule:
 History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 1.2 ``ObjectStore.revision`` and ``pre_bind_timeout``; 1.3 ``Diagnosis.pre_filter_code``;
 2.0 hooks get read-only views, ``Handle.nodes()``, a small ``__all__``
-(internals such as ``NodeTable`` import with a DeprecationWarning).
+(internals such as ``NodeTable`` import with a DeprecationWarning);
+2.1 preemption for plugins: ``Handle.preemption(policy)`` and
+:mod:`scheduler.api.preemption` (kube's ``preemption.Interface``);
+``ObjectStore.list(namespace, labels=...)`` answered from a label index.
 """
 
 from __future__ import annotations
 
 #: The plugin API this framework provides; a plugin's ``api_version`` is checked against it.
-PLUGIN_API_VERSION = "2.0"
+PLUGIN_API_VERSION = "2.1"
 
 #: Majors still served through the compatibility layer -> their last minor.
 LEGACY_MAJORS: dict[int, int] = {1: 3}
@@ -44,7 +47,7 @@ def is_compatible(plugin_version: str, framework_version: str = PLUGIN_API_VERSI
     """Whether a plugin written for ``plugin_version`` can run on ``framework_version``.
 
     Examples:
-        >>> is_compatible("2.0"), is_compatible("1.3"), is_compatible("2.1"), is_compatible("3.0")
+        >>> is_compatible("2.0"), is_compatible("1.3"), is_compatible("2.2"), is_compatible("3.0")
         (True, True, False, False)
     """
     p_major, p_minor = parse_api_version(plugin_version)

@@ -39,6 +39,7 @@ async def run_daemon(
     """
     from kubernetes_asyncio.config import ConfigException
 
+    from scheduler.config import resolve_profiles
     from scheduler.daemon.daemon import Daemon
     from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
@@ -49,6 +50,17 @@ async def run_daemon(
     # with 10,000 it runs 3 (3.2 s). The daemon also freezes what it holds
     # after the first sync (see Daemon.start_informers).
     gc.set_threshold(10_000, 10, 10)
+    # Plugin names and args are the config's: refuse them before connecting,
+    # so a typo is reported as such, not hidden behind a kubeconfig error.
+    catalog = PluginCatalog.discover()
+    try:
+        resolve_profiles(config, catalog)
+    except UserError as err:
+        if config_path is None:
+            raise
+        raise UserError(
+            f"invalid scheduler configuration in {config_path}", details=err.details
+        ) from None
     conn = config.client_connection
     path = kubeconfig or conn.kubeconfig or None
     for file in _kubeconfig_files(path):
@@ -79,7 +91,7 @@ async def run_daemon(
 
         daemon = Daemon(
             config,
-            PluginCatalog.discover(),
+            catalog,
             client,
             serve_health=serve,
             serving=serving,

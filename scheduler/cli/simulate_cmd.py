@@ -20,6 +20,9 @@ def render_text(result: SimulationResult) -> str:
     lines = [f"{headers[0]:<{widths[0]}}  {headers[1]:<{widths[1]}}  {headers[2]}"]
     lines += [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}" for a, b, c in rows]
     total = len(result.placements)
+    if result.evicted:
+        lines.append("")
+        lines.append(f"evicted (preempted): {', '.join(result.evicted)}")
     lines.append("")
     lines.append(
         f"{result.scheduled}/{total} pods scheduled, {total - result.scheduled} not scheduled "

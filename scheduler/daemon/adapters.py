@@ -14,6 +14,7 @@ from typing import Any
 from scheduler.kube.client import KubeClient
 from scheduler.kube.eventrecorder import EventRecorder
 from scheduler.kube.informer import Informer
+from scheduler.model.selectors import has_labels
 from scheduler.state.pod import PodInfo
 
 
@@ -51,8 +52,17 @@ class InformerStore:
     def revision(self) -> int:
         return self._informer.revision
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        objs: list[Mapping[str, Any]] = list(self._informer.store.values())
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        objs: list[Mapping[str, Any]]
+        if labels:
+            key, value = next(iter(labels.items()))
+            objs = list(self._informer.by_label(key, value))
+            if len(labels) > 1:
+                objs = [o for o in objs if has_labels(o, labels)]
+        else:
+            objs = list(self._informer.store.values())
         if namespace is None:
             return objs
         return [o for o in objs if (o.get("metadata") or {}).get("namespace") == namespace]

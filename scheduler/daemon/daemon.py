@@ -252,6 +252,12 @@ class Daemon:
             )
         return handle
 
+    @property
+    def preempting(self) -> bool:
+        """Whether a preemption still evicts victims or waits to see them gone (their
+        deletion events will retry pods): ``simulate`` and the test harness wait for it."""
+        return any(handle.preempting for handle in self._handles.values())
+
     def own_object(self) -> dict[str, Any] | None:
         """What events about the scheduler itself are recorded on.
 

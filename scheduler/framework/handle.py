@@ -13,8 +13,10 @@ from typing import Any, Protocol, cast
 import structlog
 
 from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, WaitingPod
+from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
+from scheduler.model.selectors import has_labels
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.views import NodesView
@@ -38,6 +40,13 @@ class PreemptionMetrics(Protocol):
     def observe_preemption_victims(self, victims: int) -> None: ...
 
 
+class PreemptionExecutor(Protocol):
+    """What the handle asks of the executors its plugins' preemptions run on."""
+
+    @property
+    def busy(self) -> bool: ...
+
+
 class HandleUnavailable(RuntimeError):
     """A plugin used a capability this way of running the scheduler does not offer."""
 
@@ -57,10 +66,14 @@ class StaticStore:
     def revision(self) -> int:
         return 0  # never changes
 
-    def list(self, namespace: str | None = None) -> list[Mapping[str, Any]]:
-        if namespace is None:
-            return list(self._by_key.values())
-        return [o for (ns, _), o in self._by_key.items() if ns == namespace]
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        return [
+            o
+            for (ns, _), o in self._by_key.items()
+            if (namespace is None or ns == namespace) and (not labels or has_labels(o, labels))
+        ]
 
 
 class StaticStores:
@@ -144,6 +157,7 @@ class FrameworkHandle:
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
         self._metrics: list[PreemptionMetrics] = []  # likewise
+        self._executors: list[PreemptionExecutor] = []  # likewise
 
     def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
         """A copy whose logger is bound to ``plugin_name``.
@@ -165,6 +179,7 @@ class FrameworkHandle:
         copy._framework = self._framework
         copy._nominator = self._nominator
         copy._metrics = self._metrics
+        copy._executors = self._executors
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
@@ -178,6 +193,15 @@ class FrameworkHandle:
         """Where the preemption counts go (none where nothing is exported, e.g. ``explain``)."""
         self._metrics[:] = [metrics] if metrics is not None else []
 
+    def register_executor(self, executor: PreemptionExecutor) -> None:
+        """An executor of this profile's preemptions (see :attr:`preempting`)."""
+        self._executors.append(executor)
+
+    @property
+    def preempting(self) -> bool:
+        """Whether a preemption of this profile is still evicting or awaiting its victims."""
+        return any(e.busy for e in self._executors)
+
     def record_preemption_attempt(self) -> None:
         if self._metrics:
             self._metrics[0].preemption_attempt()
@@ -185,6 +209,16 @@ class FrameworkHandle:
     def record_preemption_victims(self, victims: int) -> None:
         if self._metrics:
             self._metrics[0].observe_preemption_victims(victims)
+
+    def preemption(self, policy: PreemptionPolicy) -> Preemption:
+        """An evaluator for ``policy``; it reads the live table, which API 2.x plugins
+        themselves may not."""
+        # Imported here: the evaluator drives the framework, which imports this module.
+        from scheduler.framework.preemption.evaluator import Evaluator, PluginPreemption
+
+        internal = self.for_plugin(self._plugin_name, legacy_table=True)
+        name = self._plugin_name or type(policy).__name__
+        return PluginPreemption(Evaluator(name, internal, cast(Any, policy)))
 
     def nominated_pods(self) -> Mapping[str, list[PodInfo]]:
         if not self._nominator:

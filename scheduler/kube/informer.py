@@ -30,13 +30,14 @@ import asyncio
 import contextlib
 import inspect
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import structlog
 
 from scheduler.kube.apierrors import ApiError, Gone
 from scheduler.kube.client import KubeClient
+from scheduler.model.selectors import object_labels
 
 __all__ = ["Informer", "object_key", "strip_managed_fields"]
 
@@ -118,6 +119,9 @@ class Informer:
         #: Bumped whenever the store's contents change, so readers can keep
         #: what they derive from it until it moves (ObjectStore.revision).
         self.revision = 0
+        # Label key -> value -> object key -> object, for the keys someone asked
+        # for (by_label); kept up to date with every event from then on.
+        self._label_index: dict[str, dict[str, dict[str, Obj]]] = {}
         self.has_synced = asyncio.Event()
         self.resource_version = ""
         self.lists = 0
@@ -183,6 +187,8 @@ class Informer:
             fresh[object_key(item)] = item
         self.store = fresh
         self.revision += 1
+        for label in self._label_index:
+            self._label_index[label] = self._build_label_index(label)
         self.resource_version = rv
         for key, item in fresh.items():
             previous = old.get(key)
@@ -245,6 +251,8 @@ class Informer:
             previous = self.store.get(key)
             self.store[key] = obj
             self.revision += 1
+            if self._label_index:
+                self._reindex(key, previous, obj)
             if rv:
                 self.resource_version = rv
             if previous is None:
@@ -252,13 +260,50 @@ class Informer:
             else:
                 await self._notify(self.on_update, previous, obj)
         elif kind == "DELETED":
-            self.store.pop(key, None)
+            previous = self.store.pop(key, None)
             self.revision += 1
+            if self._label_index:
+                self._reindex(key, previous, None)
             if rv:
                 self.resource_version = rv
             await self._notify(self.on_delete, obj)
         else:
             log.warning("unknown watch event type", path=self.path, type=kind)
+
+    # -- label index -------------------------------------------------------------
+
+    def by_label(self, label: str, value: str) -> Iterable[Obj]:
+        """The objects whose label ``label`` is ``value``.
+
+        The first call for a label key indexes the store once; from then on
+        every event keeps that index current, so a lookup costs the matches.
+        """
+        index = self._label_index.get(label)
+        if index is None:
+            index = self._label_index[label] = self._build_label_index(label)
+        return (index.get(value) or {}).values()
+
+    def _build_label_index(self, label: str) -> dict[str, dict[str, Obj]]:
+        index: dict[str, dict[str, Obj]] = {}
+        for key, obj in self.store.items():
+            value = object_labels(obj).get(label)
+            if isinstance(value, str):
+                index.setdefault(value, {})[key] = obj
+        return index
+
+    def _reindex(self, key: str, previous: Obj | None, current: Obj | None) -> None:
+        old_labels = object_labels(previous) if previous is not None else {}
+        new_labels = object_labels(current) if current is not None else {}
+        for label, index in self._label_index.items():
+            old_value, new_value = old_labels.get(label), new_labels.get(label)
+            if isinstance(old_value, str) and old_value != new_value:
+                members = index.get(old_value)
+                if members is not None:
+                    members.pop(key, None)
+                    if not members:
+                        del index[old_value]
+            if isinstance(new_value, str) and current is not None:
+                index.setdefault(new_value, {})[key] = current
 
     # -- helpers -----------------------------------------------------------------
 

@@ -41,7 +41,9 @@ __all__ = [
     "Operator",
     "Requirement",
     "SelectorError",
+    "has_labels",
     "label_int_value",
+    "object_labels",
     "parse_label_selector_string",
 ]
 
@@ -288,6 +290,18 @@ class NodeSelector:
         """Convenience: match a raw Node object (its labels and ``metadata.name``)."""
         metadata = node.get("metadata") or {}
         return self.matches(metadata.get("labels") or {}, metadata.get("name") or "")
+
+
+def object_labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An API object's ``metadata.labels`` (empty when absent or malformed)."""
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def has_labels(obj: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether ``obj`` carries every one of ``labels`` with that value (an equality selector)."""
+    own = object_labels(obj)
+    return all(own.get(key) == value for key, value in labels.items())
 
 
 def parse_label_selector_string(selector: str, path: str = "selector") -> LabelSelector:

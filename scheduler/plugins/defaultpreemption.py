@@ -41,13 +41,13 @@ from scheduler.api import (
     Status,
     hookimpl,
 )
+from scheduler.api.preemption import PDB_RESOURCE
 from scheduler.framework.preemption import Candidate, Evaluator, Executor
 from scheduler.framework.preemption.candidates import (
     calculate_num_candidates,
     pick_one_node,
     terminating_by_preemption,
 )
-from scheduler.framework.preemption.evaluator import PDB_RESOURCE
 from scheduler.plugins._helpers import PluginArgs, coerce_args
 from scheduler.state.pod import PodInfo
 

@@ -2,9 +2,12 @@
 
 Nothing is special-cased: the emulator serves the cluster file over HTTP,
 the daemon lists, watches, schedules and binds through kubernetes-asyncio
-exactly as in a cluster. The run ends when no pod can make progress: nothing
-is active, in flight or being bound, every binding has come back through the
-watch, and every pod still queued is either
+exactly as in a cluster. A fake kubelet starts bound pods and completes
+deletions (a preemption's victims go away, as kubelets make them). The run
+ends when no pod can make progress: nothing is active, in flight or being
+bound, no preemption is still evicting or waiting for its victims to go,
+every binding has come back through the watch, and every pod still queued is
+either
 
 * unschedulable (or gated): only a cluster event could move it, and the run
   itself makes no more events; or
@@ -79,6 +82,8 @@ class SimulationResult:
     placements: list[Placement] = field(default_factory=list)
     seconds: float = 0.0
     attempts: int = 0
+    #: Pods running at the start that are gone at the end: preemption evicted them.
+    evicted: list[str] = field(default_factory=list)
 
     @property
     def scheduled(self) -> int:
@@ -96,7 +101,18 @@ class SimulationResult:
                 "attempts": self.attempts,
                 "seconds": round(self.seconds, 3),
             },
+            "evicted": list(self.evicted),
         }
+
+
+def _running_pods(objects: list[dict[str, Any]]) -> list[str]:
+    """``namespace/name`` of the cluster file's pods already on a node."""
+    return [
+        f"{(obj.get('metadata') or {}).get('namespace') or 'default'}/"
+        f"{(obj.get('metadata') or {}).get('name')}"
+        for obj in objects
+        if obj.get("kind") == "Pod" and (obj.get("spec") or {}).get("nodeName")
+    ]
 
 
 def _pending_pods(objects: list[dict[str, Any]], scheduler_names: set[str]) -> list[str]:
@@ -215,6 +231,7 @@ def _settled(daemon: Daemon, stuck: int) -> bool:
         or counts["backoff"] > stuck
         or counts["in_flight"]
         or daemon.scheduler.busy
+        or daemon.preempting
     ):
         return False
     # Every binding must have come back through the watch.
@@ -240,7 +257,9 @@ async def simulate(
     # (claims bound, WaitForFirstConsumer volumes provisioned), as a cluster would;
     # the claim controller creates pods' ResourceClaims from their templates.
     changes = ClusterChanges()
-    async with EmulatorServer(objects, volume_controller=True, claim_controller=True) as server:
+    async with EmulatorServer(
+        objects, volume_controller=True, claim_controller=True, fake_kubelet=True
+    ) as server:
         server.store.listeners.append(changes)
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = server.write_kubeconfig(Path(tmp) / "kubeconfig")
@@ -293,6 +312,7 @@ async def simulate(
                 else:
                     reason = daemon.io.last_failure.get(key, "not scheduled yet")
                 result.placements.append(Placement(key, node, reason))
+            result.evicted = [key for key in _running_pods(objects) if store.get(key) is None]
             return result
         finally:
             await client.close()

@@ -23,13 +23,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scheduler.errors import UserError
-    from scheduler.testing.kit import PluginTestKit, installed_plugin
+    from scheduler.testing.kit import (
+        PluginTestKit,
+        PostFilterOutcome,
+        RecordingClient,
+        installed_plugin,
+    )
     from scheduler.testing.objects import make_node, make_pod
 
-__all__ = ["PluginTestKit", "UserError", "installed_plugin", "make_node", "make_pod"]
+__all__ = [
+    "PluginTestKit",
+    "PostFilterOutcome",
+    "RecordingClient",
+    "UserError",
+    "installed_plugin",
+    "make_node",
+    "make_pod",
+]
 
 _HOMES = {
     "PluginTestKit": "scheduler.testing.kit",
+    "PostFilterOutcome": "scheduler.testing.kit",
+    "RecordingClient": "scheduler.testing.kit",
     "installed_plugin": "scheduler.testing.kit",
     "UserError": "scheduler.errors",
     "make_node": "scheduler.testing.objects",

@@ -18,28 +18,89 @@ For whole-scheduler tests on an emulated cluster, use the pytest fixtures of
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from scheduler.api.args import coerce_args
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.handle import Handle
+from scheduler.api.handle import ApiClient, Handle
 from scheduler.api.hookspecs import SchedulerHookSpecs
-from scheduler.api.results import FilterResult
+from scheduler.api.results import Diagnosis, FilterResult, PostFilterResult
 from scheduler.api.status import Status
 from scheduler.api.version import uses_views
 from scheduler.api.views import Node, Nodes, Pod, QueuedPod
+from scheduler.config.points import ExtensionPoint
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import LoadedPlugin, PluginCatalog
+from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
+from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting import WaitingPodEntry
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 Obj = Mapping[str, Any]
 PluginT = TypeVar("PluginT")
+
+#: kube-scheduler's default plugins with a Filter, in its order: the profile
+#: :meth:`PluginTestKit.post_filter` runs a PostFilter plugin in.
+DEFAULT_FILTERS: tuple[str, ...] = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+)
+
+
+@dataclass
+class RecordingClient:
+    """An API client that answers every request with ``{}`` and records it.
+
+    Give it to the kit (``PluginTestKit(client=RecordingClient())``) to see
+    what a plugin sends, e.g. the victims a preemption deletes.
+    """
+
+    requests: list[tuple[str, str, Any]] = field(default_factory=list)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Record ``(method, path, body)``; every request succeeds with ``{}``."""
+        self.requests.append((method, path, body))
+        return {}
+
+    def deleted(self) -> list[str]:
+        """``namespace/name`` of every pod DELETE sent, in order."""
+        out = []
+        for method, path, _ in self.requests:
+            parts = path.split("/")
+            if method == "DELETE" and len(parts) == 7 and parts[5] == "pods":
+                out.append(f"{parts[4]}/{parts[6]}")
+        return out
+
+
+@dataclass
+class PostFilterOutcome:
+    """What :meth:`PluginTestKit.post_filter` saw: the nodes Filter let through, the
+    diagnosis PostFilter got, and its result (None: a node fit, PostFilter did not run)."""
+
+    feasible: list[str]
+    diagnosis: Diagnosis
+    result: PostFilterResult | None
 
 
 def installed_plugin(name: str) -> LoadedPlugin:
@@ -61,13 +122,16 @@ class PluginTestKit:
         objects: Iterable[Obj] = (),
         *,
         profile: str = "default-scheduler",
+        client: ApiClient | None = None,
     ) -> None:
         """``nodes`` and bound ``pods`` (``spec.nodeName`` set) make the cluster;
-        ``objects`` fill the stores plugins read with ``handle.store(...)``."""
+        ``objects`` fill the stores plugins read with ``handle.store(...)``;
+        ``client`` answers API calls (e.g. a :class:`RecordingClient`)."""
         self._table = NodeTable()
         self._handle = FrameworkHandle(
-            profile, self._table, store_provider=StaticStores(list(objects))
+            profile, self._table, client=client, store_provider=StaticStores(list(objects))
         )
+        self._frameworks: dict[int, Framework] = {}
         for node in nodes:
             self.add_node(node)
         for pod in pods:
@@ -177,6 +241,69 @@ class PluginTestKit:
             raise TypeError(f"hook {hook} needs {', '.join(missing)}: pass them to call()")
         fn = hook_function(plugin, method, argnames)
         return fn(*(values[a] for a in argnames))
+
+    def post_filter(
+        self,
+        plugin: object,
+        pod: Obj | Pod,
+        *,
+        filters: Sequence[str] = DEFAULT_FILTERS,
+    ) -> PostFilterOutcome:
+        """Schedule ``pod`` in a profile of the installed ``filters`` and ``plugin``: run
+        PreFilter and Filter on every node and, if none fits, PostFilter as the scheduler
+        does (``plugin``'s and those of ``filters`` that have one).
+
+        The profile is the framework of the kit's handle from then on (a
+        plugin's ``handle.preemption(...)`` evaluator drives it). Evictions run
+        in the background where an event loop runs (pass a
+        :class:`RecordingClient` to see them); the kit's cluster is not changed.
+        """
+        framework = self._framework_for(plugin, filters)
+        info = self._pod_info(pod)
+        state = framework.new_cycle_state()
+        nodes = self._table.all_nodes()
+        diagnosis = Diagnosis(names=self._table.names, total_nodes=len(self._table))
+        subset, status = framework.run_pre_filter(state, info, nodes)
+        if not status.is_success():
+            diagnosis.pre_filter_message = status.message()
+            diagnosis.pre_filter_code = status.code
+            return PostFilterOutcome(
+                [], diagnosis, framework.run_post_filter(state, info, diagnosis)
+            )
+        if subset.node_names is not None:
+            keep = [r for r in nodes.rows.tolist() if self._table.names[r] in subset.node_names]
+            nodes = type(nodes)(self._table, np.asarray(keep, dtype=np.int64))
+        outcome = framework.run_filter(state, info, nodes, diagnosis)
+        if not outcome.status.is_success():
+            raise RuntimeError(f"Filter failed for {info.key}: {outcome.status.message()}")
+        feasible = [self._table.names[r] for r in outcome.feasible.rows.tolist()]
+        if feasible:
+            return PostFilterOutcome(feasible, diagnosis, None)
+        return PostFilterOutcome([], diagnosis, framework.run_post_filter(state, info, diagnosis))
+
+    def _framework_for(self, plugin: object, filters: Sequence[str]) -> Framework:
+        framework = self._frameworks.get(id(plugin))
+        if framework is None:
+            name = str(getattr(plugin, "name", "") or type(plugin).__name__)
+            plugins: list[tuple[str, object]] = []
+            for filter_name in filters:
+                loaded = installed_plugin(filter_name)
+                legacy = not uses_views(loaded.api_version)
+                handle = self._handle.for_plugin(filter_name, legacy_table=legacy)
+                plugins.append((filter_name, loaded.plugin_class(None, handle)))
+            plugins.append((name, plugin))
+            manager = SchedulerPluginManager()
+            for plugin_name, instance in plugins:
+                manager.register(instance, name=plugin_name)
+            order: dict[ExtensionPoint, list[tuple[str, int]]] = {
+                point: [(n, 1) for n, p in plugins if hook in manager.hooks_of(p)]
+                for point, hook in POINT_HOOKS.items()
+            }
+            framework = self._frameworks[id(plugin)] = Framework(
+                self._handle.profile_name, manager, order
+            )
+        self._handle.set_framework(framework)
+        return framework
 
     def permit(
         self,

@@ -1057,6 +1057,7 @@ def run_kube_scheduler(
     *,
     workdir: Path | None = None,
     bin_dir: Path | None = None,
+    binary: Path | None = None,
     verbosity: int = 2,
     extra_args: Sequence[str] = (),
     ready_timeout: float = 90.0,
@@ -1067,9 +1068,12 @@ def run_kube_scheduler(
     :func:`kube_scheduler_configuration`. Waits until kube-scheduler's ``/readyz``
     passes, which includes the sync of all its informers, so on return it is
     scheduling. Its log (``--v=<verbosity>``; 6 shows every request) is in
-    ``<workdir>/kube-scheduler.log``.
+    ``<workdir>/kube-scheduler.log``. `binary` runs another build of
+    kube-scheduler with the same flags (scheduler-plugins' ``cmd/scheduler``,
+    the peer of the batch workloads) instead of the control plane's.
     """
-    bin_dir = bin_dir or ensure_binaries()
+    if binary is None:
+        binary = (bin_dir or ensure_binaries()) / KUBE_SCHEDULER_BINARY
     owned_workdir = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="kube-scheduler-")) if workdir is None else workdir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -1082,7 +1086,7 @@ def run_kube_scheduler(
         process = _Process(
             KUBE_SCHEDULER_BINARY,
             [
-                str(bin_dir / KUBE_SCHEDULER_BINARY),
+                str(binary),
                 f"--config={config_path}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",

@@ -139,7 +139,7 @@ def test_cluster_file_errors(
     assert one_line(err).startswith("error: " + expected.format(path=path))
 
 
-@pytest.mark.parametrize("command", ["simulate", "explain", "config validate"])
+@pytest.mark.parametrize("command", ["simulate", "explain", "config validate", "run"])
 def test_plugin_problems_name_the_config_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
@@ -159,6 +159,8 @@ def test_plugin_problems_name_the_config_file(
         "simulate": ["simulate", "--cluster", cluster, "--config", config],
         "explain": ["explain", "--cluster", cluster, "--pod", pod, "--config", config],
         "config validate": ["config", "validate", config],
+        # run refuses the plugin before it connects: the kubeconfig does not exist.
+        "run": ["run", "--config", config, "--kubeconfig", str(tmp_path / "none"), "--plain-http"],
     }[command]
     code, err = cli(capsys, *argv)
     assert code == 1

@@ -44,6 +44,7 @@ DOCTESTED = [
     "scheduler.api.status",
     "scheduler.api.version",
     "scheduler.api.views",
+    "scheduler.model.gangs",
     "scheduler.testing.kit",
     "scheduler.testing.objects",
 ]

@@ -363,3 +363,67 @@ async def test_transform_applies_page_by_page_and_to_watch_events(
         obj["metadata"]["annotations"] == {"transformed": "yes"} for obj in informer.store.values()
     )
     assert "late" in seen_at_page
+
+
+def _by_label(informer: Informer, label: str, value: str) -> list[str]:
+    return sorted(object_key(o) for o in informer.by_label(label, value))
+
+
+def _scan(informer: Informer, label: str, value: str) -> list[str]:
+    return sorted(
+        key
+        for key, o in informer.store.items()
+        if (o["metadata"].get("labels") or {}).get(label) == value
+    )
+
+
+async def test_label_index_follows_events_and_relists(
+    client: KubeClient, emulator: EmulatorServer
+) -> None:
+    """by_label answers what a scan of the store would, through adds, relabels, deletes, 410s."""
+    for name, group in (("a", "g1"), ("b", "g1"), ("c", "g2"), ("d", "")):
+        labels = {"group": group} if group else {}
+        await client.request("POST", "/api/v1/namespaces/default/pods", body=pod(name, **labels))
+    informer = make_informer(client, Recorder())
+    async with running(informer):
+        assert _by_label(informer, "group", "g1") == ["default/a", "default/b"]
+
+        async def relabel(name: str, value: str | None) -> None:
+            await client.request(
+                "PATCH",
+                f"/api/v1/namespaces/default/pods/{name}",
+                body={"metadata": {"labels": {"group": value}}},
+                content_type="application/merge-patch+json",
+            )
+
+        await relabel("b", "g2")  # moves between values
+        await relabel("a", None)  # loses the label
+        await relabel("d", "g1")  # gains it
+        await client.request("DELETE", "/api/v1/namespaces/default/pods/c")
+        await client.request("POST", "/api/v1/namespaces/default/pods", body=pod("e", group="g2"))
+
+        def agrees() -> bool:
+            return (
+                all(
+                    _by_label(informer, "group", v) == _scan(informer, "group", v)
+                    for v in ("g1", "g2")
+                )
+                and "default/e" in informer.store
+                and "default/c" not in informer.store
+            )
+
+        await eventually(agrees, message="the index to follow the watch")
+        assert _by_label(informer, "group", "g1") == ["default/d"]
+        assert _by_label(informer, "group", "g2") == ["default/b", "default/e"]
+
+        # History lost (410): the re-list rebuilds the index from the fresh list.
+        blocker = emulator.faults.fail(500, verb="watch", count=None)
+        emulator.faults.drop_watches(abrupt=True)
+        await eventually(lambda: blocker.hits >= 1, message="a failed re-watch")
+        await relabel("e", "g1")
+        emulator.store.compact()
+        emulator.faults.rules.remove(blocker)
+        await eventually(lambda: informer.lists == 2, message="a re-list after 410")
+        assert _by_label(informer, "group", "g1") == ["default/d", "default/e"]
+        assert _by_label(informer, "group", "g2") == ["default/b"]
+        assert _by_label(informer, "other", "x") == []

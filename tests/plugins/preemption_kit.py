@@ -9,7 +9,7 @@ kube's ordering of ``epochTime1`` .. ``epochTime6``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,7 +255,7 @@ class Cluster:
     table: NodeTable
     handle: FrameworkHandle
     framework: Framework
-    plugin: DefaultPreemption
+    plugin: Any  # DefaultPreemption unless build_cluster was given another PostFilter
     client: Any  # a FakeClient, or a real KubeClient in API tests
     events: list[tuple[str, str, str, str, str]]
     counter: CountingFilter
@@ -299,9 +299,11 @@ def build_cluster(
     filter_code: Code | None = None,
     extra: Sequence[tuple[str, object]] = (),
     client: Any = None,
+    post_filter: tuple[str, Callable[[FrameworkHandle], object]] | None = None,
 ) -> Cluster:
     """Nodes and assigned pods in a NodeTable, and a Framework running, in order: a
-    counting filter, ``extra`` plugins, the default filter plugins and DefaultPreemption."""
+    counting filter, ``extra`` plugins, the default filter plugins and DefaultPreemption
+    (or ``post_filter``: a name and a factory given the plugin's handle)."""
     table = NodeTable()
     for node in nodes:
         table.upsert_node(node)
@@ -324,8 +326,13 @@ def build_cluster(
     plugins: list[tuple[str, object]] = [("FakeFilter", counter), *extra]
     for name, cls in DEFAULT_FILTER_PLUGINS:
         plugins.append((name, cls(None, handle.for_plugin(name))))
-    plugin = DefaultPreemption(args, handle.for_plugin(NAME))
-    plugins.append((NAME, plugin))
+    if post_filter is None:
+        plugin: object = DefaultPreemption(args, handle.for_plugin(NAME))
+        plugins.append((NAME, plugin))
+    else:
+        name, factory = post_filter
+        plugin = factory(handle.for_plugin(name, legacy_table=False))
+        plugins.append((name, plugin))
     framework = make_framework(plugins)
     handle.set_framework(framework)
     nominator = StaticNominator()

@@ -11,47 +11,13 @@ until it is edited (an update of the pod requeues it) or deleted.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scheduler.api import CycleState, NodeSet, Plugin, PodInfo, Status, hookimpl
 
-# Kubernetes qualified names (apimachinery IsQualifiedName): [prefix/]name.
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def qualified_name_errors(key: str) -> list[str]:
-    """Why ``key`` is not a valid annotation key (empty list when it is)."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and not prefix:
-        return ["prefix part must be non-empty"]
-    if "/" in prefix:
-        return [
-            "a qualified name must consist of an optional DNS subdomain prefix and a name, "
-            "separated by one '/' (e.g. 'example.com/MyName')"
-        ]
-    errors = []
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _NAME.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'MyName', 'my.name', '123-abc')"
-        )
-    if prefix:
-        if len(prefix) > 253:
-            errors.append("prefix part must be no more than 253 characters")
-        elif not _DNS_SUBDOMAIN.match(prefix):
-            errors.append(
-                "prefix part must be a lowercase RFC 1123 subdomain: lowercase alphanumeric "
-                "characters, '-' or '.', starting and ending with an alphanumeric character "
-                "(e.g. 'example.com')"
-            )
-    return errors
+# Annotation keys follow Kubernetes' qualified-name rule (apimachinery's
+# IsQualifiedName), in the API server's own words.
+from scheduler.model.names import qualified_name_errors
 
 
 class AnnotationGateArgs(BaseModel):

@@ -36,12 +36,12 @@ def test_valid_keys(key: str) -> None:
     [
         ("", "name part must be non-empty"),
         ("/env", "prefix part must be non-empty"),
-        ("Example.com/env", "prefix part must be a lowercase RFC 1123 subdomain"),
-        ("a/b/c", "separated by one '/'"),
+        ("Example.com/env", "prefix part a lowercase RFC 1123 subdomain must consist of"),
+        ("a/b/c", "with an optional DNS subdomain prefix and '/'"),
         ("-env", "must start and end with an alphanumeric character"),
         ("env!", "name part must consist of alphanumeric characters"),
-        ("x" * 64, "no more than 63 characters"),
-        (f"{'a' * 254}/n", "no more than 253 characters"),
+        ("x" * 64, "name part must be no more than 63 bytes"),
+        (f"{'a' * 254}/n", "prefix part must be no more than 253 bytes"),
     ],
 )
 def test_invalid_keys_are_explained(key: str, problem: str) -> None:

@@ -20,12 +20,13 @@ from datetime import datetime
 from typing import Any, Final
 
 from scheduler.api import InvalidPodError, PodInfo
+from scheduler.model.gangs import COSCHEDULING_PODGROUPS, POD_GROUP_LABEL
 
-GROUP: Final = "scheduling.x-k8s.io"
-VERSION: Final = "v1alpha1"
-PLURAL: Final = "podgroups"
+# The label and resource are scheduler.model.gangs' (one definition of a pod's gang).
+GROUP: Final = COSCHEDULING_PODGROUPS[0]
+VERSION: Final = COSCHEDULING_PODGROUPS[1]
+PLURAL: Final = COSCHEDULING_PODGROUPS[2]
 KIND: Final = "PodGroup"
-POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"
 
 # Phases of PodGroup.status.phase, as scheduler-plugins names them.
 PHASE_PENDING: Final = "Pending"

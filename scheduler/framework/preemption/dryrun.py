@@ -45,6 +45,7 @@ from scheduler.framework.preemption.candidates import (
     importance_key,
     start_time_ns,
 )
+from scheduler.framework.preemption.whatif import PluginWhatIf, SelectVictimsOnNode
 from scheduler.framework.runtime import Framework
 from scheduler.state.nodetable import NodeInfo, NodeTable
 from scheduler.state.pod import PodInfo
@@ -99,6 +100,9 @@ class DryRun:
         self.handle = handle
         #: Judge chunks of nodes where that is exact; off: every group is one node.
         self.batching = True
+        #: A plugin's own ``select_victims_on_node`` (plugin API 2.1), called node by
+        #: node in place of the framework's selection; None: the framework's.
+        self.select_victims_on_node: SelectVictimsOnNode | None = None
         self._rows: dict[int, _RowPods] = {}
 
     @property
@@ -113,7 +117,11 @@ class DryRun:
 
     def chunked(self, state: CycleState) -> bool:
         """Whether nodes are judged in chunks for this pod's cycle (see the module docstring)."""
-        return self.batching and self.framework.filters_read_requested_only(state)
+        return (
+            self.batching
+            and self.select_victims_on_node is None
+            and self.framework.filters_read_requested_only(state)
+        )
 
     def run(
         self,
@@ -183,6 +191,12 @@ class DryRun:
     ) -> Iterable[VictimsResult]:
         """The chunk's results; a chunk whose Filter run failed, node by node (which tells
         which node erred)."""
+        custom = self.select_victims_on_node
+        if custom is not None:
+            return (
+                self.plugin_victims(custom, whatif, state, pod, row, budgets, now_ns, nominated)
+                for row in chunk.tolist()
+            )
         if len(chunk) > 1:
             try:
                 return self.select_victims(whatif, state, pod, chunk, budgets, now_ns, nominated)
@@ -192,6 +206,31 @@ class DryRun:
             self.select_victims(whatif, state, pod, chunk[i : i + 1], budgets, now_ns, nominated)[0]
             for i in range(len(chunk))
         )
+
+    def plugin_victims(
+        self,
+        custom: SelectVictimsOnNode,
+        whatif: WhatIfTable,
+        state: CycleState,
+        pod: PodInfo,
+        row: int,
+        budgets: Sequence[DisruptionBudget],
+        now_ns: int,
+        nominated: Mapping[int, Sequence[PodInfo]],
+    ) -> VictimsResult:
+        """A plugin's ``select_victims_on_node`` on one row, on ``whatif`` (reverted after).
+
+        Its victims are put in kube's order (most important first), which the
+        choice of a candidate reads.
+        """
+        view = PluginWhatIf(self.framework, whatif, state.clone(), pod, nominated)
+        try:
+            node = view.node(self.table.names[row])
+            victims, violations, status = custom(view.state, pod, node, view, budgets)
+        finally:
+            whatif.revert()
+        ordered = sorted((cast(PodInfo, v) for v in victims), key=importance_key(now_ns))
+        return ordered, int(violations), status
 
     def select_victims(
         self,

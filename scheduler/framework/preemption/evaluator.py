@@ -21,34 +21,44 @@ When no candidate exists, the status explains why per node, in kube's words
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.handle import Handle, ObjectStore
-from scheduler.api.results import Diagnosis
+from scheduler.api.preemption import PDB_RESOURCE, WhatIf
+from scheduler.api.results import Diagnosis, PostFilterResult
 from scheduler.api.status import Code, Status
+from scheduler.api.views import Pod
 from scheduler.framework.nominated import nominated_rows
 from scheduler.framework.preemption.candidates import (
     Candidate,
     DisruptionBudget,
     fit_error_message,
+    pick_one_node,
 )
 from scheduler.framework.preemption.dryrun import DryRun, DryRunResult
 from scheduler.framework.preemption.executor import MSG_IN_PROGRESS, Executor
+from scheduler.framework.preemption.whatif import PluginWhatIf
+from scheduler.framework.runtime import Framework
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
-
-PDB_RESOURCE = ("policy", "v1", "poddisruptionbudgets")
+from scheduler.state.whatif import WhatIfTable
 
 IntArray = npt.NDArray[np.int64]
 
 
 class Interface(Protocol):
-    """What a preempting plugin decides (kube's ``preemption.Interface``)."""
+    """What a preempting plugin decides (kube's ``preemption.Interface``); the plugin
+    API's :class:`~scheduler.api.preemption.PreemptionPolicy` with the framework's pods.
+
+    ``select_candidate``, ``ordered_score_funcs`` and ``select_victims_on_node``
+    are optional (see the API's docstring); the evaluator looks them up.
+    """
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
         """Where in the potential nodes the dry run starts, and how many candidates it wants."""
@@ -57,9 +67,6 @@ class Interface(Protocol):
         self, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[bool, str]:
         """Whether ``pod`` may preempt at all, and why not."""
-
-    def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
-        """The candidate whose victims go."""
 
 
 class Evaluator:
@@ -73,6 +80,9 @@ class Evaluator:
         self.clock_ns: Callable[[], int] = time.time_ns
         self.executor = Executor(plugin_name, handle, lambda: self.clock_ns())
         self.dry_run = DryRun(handle)
+        custom = getattr(interface, "select_victims_on_node", None)
+        if callable(custom):
+            self.dry_run.select_victims_on_node = custom
         # Ask for the PDB store now, not at the first preemption: the daemon
         # starts (and waits for) the informers of stores requested before it
         # runs. Handles without stores (minimal test fakes) get it lazily.
@@ -107,9 +117,21 @@ class Evaluator:
             if pod.nominated_node_name:
                 self.executor.clear_nomination(pod)
             return None, Status.unschedulable(fit_error_message(total, statuses))
-        best = self.interface.select_candidate(candidates, now_ns)
+        best = self.select_candidate(candidates, now_ns)
         self.executor.prepare_candidate(best, pod)
         return best.node, Status.success()
+
+    def select_candidate(self, candidates: Sequence[Candidate], now_ns: int) -> Candidate:
+        """kube's ``SelectCandidate``: the policy's own choice, else its ordered score
+        functions, else kube's criteria (:func:`pick_one_node`)."""
+        chooser = getattr(self.interface, "select_candidate", None)
+        if callable(chooser):
+            return cast(Candidate, chooser(candidates, now_ns))
+        if len(candidates) == 1:
+            return candidates[0]
+        funcs = getattr(self.interface, "ordered_score_funcs", None)
+        ordered = funcs(candidates) if callable(funcs) else None
+        return pick_one_node(candidates, now_ns, ordered)
 
     # -- where preemption might help -----------------------------------------------------
 
@@ -191,3 +213,56 @@ def _aggregate(errors: Sequence[Status]) -> Status:
         return errors[0]
     messages = [e.message() for e in errors]
     return Status(Code.ERROR, (f"[{', '.join(messages)}]",), None, errors[0].error)
+
+
+class PluginPreemption:
+    """The plugin API's :class:`~scheduler.api.preemption.Preemption` over an
+    :class:`Evaluator` (what ``handle.preemption(policy)`` returns)."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+
+    @property
+    def executor(self) -> Executor:
+        return self.evaluator.executor
+
+    def preempt(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> PostFilterResult:
+        self.evaluator.handle.record_preemption_attempt()  # kube counts every call
+        node, status = self.evaluator.preempt(state, cast(PodInfo, pod), diagnosis)
+        return PostFilterResult(status, node)
+
+    def admit(self, pod: Pod) -> Status | None:
+        return self.executor.admit(cast(PodInfo, pod))
+
+    def is_preempting(self, pod: Pod) -> bool:
+        return self.executor.is_preempting(pod.uid or pod.key)
+
+    def disruption_budgets(self) -> list[DisruptionBudget]:
+        return self.evaluator.disruption_budgets()
+
+    def potential_nodes(self, diagnosis: Diagnosis) -> list[str]:
+        names = self.evaluator.handle.table.names
+        return [names[r] for r in self.evaluator.potential_rows(diagnosis).tolist()]
+
+    @contextmanager
+    def what_if(self, state: CycleState, pod: Pod) -> Iterator[WhatIf]:
+        evaluator = self.evaluator
+        info = cast(PodInfo, pod)
+        table: NodeTable = evaluator.handle.table
+        nominated = {
+            row: list(pods)
+            for name, pods in evaluator.nominated_by_node(info).items()
+            if (row := table.row_of(name)) is not None and pods
+        }
+        whatif = WhatIfTable(table)
+        framework = cast(Framework, evaluator.handle.framework)
+        try:
+            yield PluginWhatIf(framework, whatif, state.clone(), info, nominated)
+        finally:
+            whatif.revert()
+
+    def pod(self, obj: Mapping[str, Any]) -> Pod:
+        return PodInfo.from_dict(dict(obj))
+
+    def evict(self, pod: Pod, candidate: Candidate) -> None:
+        self.executor.prepare_candidate(candidate, cast(PodInfo, pod))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from scheduler.api.handle import Handle
 from scheduler.api.status import Status
@@ -49,6 +49,15 @@ class Executor:
         self._held: set[str] = set()
         self.last_victim_hold = LAST_VICTIM_HOLD_SECONDS
         self._tasks: set[asyncio.Task[None]] = set()
+        register = getattr(handle, "register_executor", None)
+        if callable(register):  # the framework's handle: ``simulate`` waits for us
+            register(self)
+
+    @property
+    def busy(self) -> bool:
+        """Victims are being evicted, or a preemptor still waits to see its last one gone:
+        events that will retry pods are still to come."""
+        return bool(self._tasks) or bool(self._awaiting)
 
     @property
     def background_tasks(self) -> frozenset[asyncio.Task[None]]:
@@ -118,7 +127,8 @@ class Executor:
         Where no event loop runs (``explain``), nothing is evicted: the
         nomination is the answer.
         """
-        victims = [v for v in candidate.victims if not v.deleting]
+        # The framework's own pods: plugins hand back the pods it gave them.
+        victims = [cast(PodInfo, v) for v in candidate.victims if not v.deleting]
         if victims:  # kube's async preemption observes only when it has pods to evict
             self.handle.record_preemption_victims(len(candidate.victims))
         if self._spawn(self._evict(candidate.node, pod, victims), pod) and victims:

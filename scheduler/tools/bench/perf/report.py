@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 SCHEDULER_LABELS = {"ours": "ours", "kube": "kube-scheduler"}
+#: The peer's column when it is scheduler-plugins' kube-scheduler (the batch workloads).
+PLUGINS_PEER_LABEL = "sched-plugins"
 
 # Targets from the issue: ours / kube-scheduler throughput.
 TARGET_RATIO = {
@@ -217,6 +219,13 @@ ROWS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("attempt p99 (ms, /metrics)", ("attempt_ms", "p99_ms"), 2),
     ("algorithm p50 (ms, /metrics)", ("algorithm_ms", "p50_ms"), 2),
     ("algorithm p99 (ms, /metrics)", ("algorithm_ms", "p99_ms"), 2),
+    ("pods scheduled", ("scheduled",), 0),
+    ("gangs complete", ("gangs", "complete"), 0),
+    ("gangs partial", ("gangs", "partial"), 0),
+    ("all gangs bound (s)", ("gangs", "all_bound_seconds"), 2),
+    ("gang members' span p50 (ms)", ("gangs", "member_span_ms_p50"), 0),
+    ("quota peak used/max (cpu)", ("quota", "peak_used_over_max"), 3),
+    ("quota over-max bindings", ("quota", "over_max_events"), 0),
     ("CPU s, measured phase", ("process", "cpu_seconds_measured"), 1),
     ("CPU s, whole run", ("process", "cpu_seconds"), 1),
     ("RSS after sync (MiB)", ("process", "rss_after_sync_mib"), 0),
@@ -229,14 +238,18 @@ def render_workload(result: Mapping[str, Any]) -> str:
     names = [n for n in ("ours", "kube") if n in schedulers]
     header = f"{result['workload']} [{result['backend']}] - {result['description']}"
     lines = [header, "-" * len(header)]
-    cols = [SCHEDULER_LABELS[n] for n in names]
+    peer = result.get("peer")
+    if peer:
+        lines.append(f"  peer ({PLUGINS_PEER_LABEL}): {peer}'s kube-scheduler")
+    labels = dict(SCHEDULER_LABELS, kube=PLUGINS_PEER_LABEL) if peer else SCHEDULER_LABELS
+    cols = [labels[n] for n in names]
     both = len(names) == 2
     lines.append(
         f"  {'':30}" + "".join(f"{c:>16}" for c in cols) + (f"{'ours/kube':>12}" if both else "")
     )
     for label, path, digits in ROWS:
         values = [_get(schedulers.get(n), *path) for n in names]
-        if all(v is None for v in values):
+        if all(v is None for v in values) or (path == ("scheduled",) and not peer):
             continue
         row = f"  {label:30}" + "".join(f"{_fmt(v, digits):>16}" for v in values)
         if both:
@@ -246,12 +259,16 @@ def render_workload(result: Mapping[str, Any]) -> str:
     for n in names:
         outcome = schedulers[n]
         if outcome.get("error"):
-            lines.append(f"  {SCHEDULER_LABELS[n]}: FAILED: {outcome['error']}")
+            lines.append(f"  {labels[n]}: FAILED: {outcome['error']}")
         elif outcome.get("incomplete"):
             lines.append(
-                f"  {SCHEDULER_LABELS[n]}: INCOMPLETE: {outcome.get('scheduled')} of "
+                f"  {labels[n]}: INCOMPLETE: {outcome.get('scheduled')} of "
                 f"{outcome.get('expected')} measured pods scheduled before the timeout"
             )
+        if _get(outcome, "gangs", "partial"):
+            lines.append(f"  {labels[n]}: PARTIAL GANGS: {outcome['gangs']['partial']}")
+        for violation in _get(outcome, "quota", "violations") or ():
+            lines.append(f"  {labels[n]}: QUOTA EXCEEDED: {violation}")
     if result.get("profile"):
         lines.append(f"  profile of ours: {result['profile']}")
     return "\n".join(lines)

@@ -51,6 +51,7 @@ import aiohttp
 import orjson
 
 from scheduler.tools.bench.perf import report, workloads
+from scheduler.tools.bench.perf.batch import QuotaAudit, crd_manifests, gang_figures
 from scheduler.tools.bench.perf.workloads import Phase, Workload
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -257,6 +258,9 @@ _GROUP_PATHS = {
     "ResourceSlice": ("resource.k8s.io/v1", "resourceslices"),
     "ResourceClaim": ("resource.k8s.io/v1", "resourceclaims"),
     "ResourceClaimTemplate": ("resource.k8s.io/v1", "resourceclaimtemplates"),
+    "PodGroup": (workloads.BATCH_API, "podgroups"),
+    "ElasticQuota": (workloads.BATCH_API, "elasticquotas"),
+    "CustomResourceDefinition": ("apiextensions.k8s.io/v1", "customresourcedefinitions"),
 }
 
 
@@ -280,10 +284,44 @@ def collection_path(obj: dict[str, Any]) -> str:
     return f"/api/v1/{plural}"
 
 
+#: How long a real apiserver may take to establish and serve a CRD.
+CRD_TIMEOUT = 60.0
+
+
+async def install_crds(api: Api, crds: Sequence[dict[str, Any]]) -> None:
+    """Create `crds` and wait until each is Established and its resource served."""
+    await api.create_all(crds, 1)
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        spec = crd["spec"]
+        served_path = (
+            f"/apis/{spec['group']}/{spec['versions'][0]['name']}/{spec['names']['plural']}"
+        )
+        try:
+            async with asyncio.timeout(CRD_TIMEOUT):
+                while True:
+                    current = await api.request("GET", f"{collection_path(crd)}/{name}")
+                    conditions = (current.get("status") or {}).get("conditions") or []
+                    if any(
+                        c.get("type") == "Established" and c.get("status") == "True"
+                        for c in conditions
+                    ):
+                        served = await api.request("GET", served_path, ok=(200, 404))
+                        if served is not None and served.get("kind") != "Status":
+                            break
+                    await asyncio.sleep(0.2)
+        except TimeoutError:
+            raise RuntimeError(f"CRD {name} was not served within {CRD_TIMEOUT:.0f} s") from None
+
+
 async def populate(api: Api, workload: Workload, concurrency: int) -> None:
     """Namespaces, the PriorityClass, nodes, their CSINodes, the DRA objects and
     already-bound pods (if not preloaded); then, on every backend, the allocated
-    claims of ``allocResourceClaims`` (a create and a status write each)."""
+    claims of ``allocResourceClaims`` (a create and a status write each) and the
+    batch workloads' namespaces, PodGroups and ElasticQuotas (after their CRDs,
+    which the emulator serves built in and a real apiserver gets installed)."""
+    if workload.plugins and not api.server.preloaded:
+        await install_crds(api, crd_manifests(workload))
     if not api.server.preloaded:
         await api.create_all([*workloads.namespaces(), workloads.priority_class()], 1)
         await api.create_all(list(workloads.nodes(workload)), concurrency)
@@ -292,6 +330,9 @@ async def populate(api: Api, workload: Workload, concurrency: int) -> None:
         if workload.bound_pods:
             await api.create_all(list(workloads.bound_pods(workload)), concurrency)
     await api.create_all(workloads.allocated_claims(workload), concurrency)
+    objects = workloads.batch_objects(workload)
+    await api.create_all([o for o in objects if o["kind"] == "Namespace"], concurrency)
+    await api.create_all([o for o in objects if o["kind"] != "Namespace"], concurrency)
 
 
 # -- following pods ----------------------------------------------------------------------
@@ -305,7 +346,9 @@ class PodTracker:
         self.added: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.bound_in: dict[str, int] = {}
-        self._waiters: list[tuple[str, int, asyncio.Event]] = []
+        self._waiters: list[tuple[tuple[str, ...], int, asyncio.Event]] = []
+        # Called with (namespace, pod) for each pod when it is first seen bound.
+        self.on_bound: list[Callable[[str, dict[str, Any]], None]] = []
         self._task: asyncio.Task[None] | None = None
         self.error: BaseException | None = None
 
@@ -320,12 +363,17 @@ class PodTracker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    def wait_for(self, namespace: str, count: int) -> asyncio.Event:
+    def bound_count(self, namespaces: Sequence[str]) -> int:
+        return sum(self.bound_in.get(n, 0) for n in namespaces)
+
+    def wait_for(self, namespaces: str | Sequence[str], count: int) -> asyncio.Event:
+        """An event set once `count` pods of `namespaces` (together) are bound."""
+        names = (namespaces,) if isinstance(namespaces, str) else tuple(namespaces)
         event = asyncio.Event()
-        if self.bound_in.get(namespace, 0) >= count:
+        if self.bound_count(names) >= count:
             event.set()
         else:
-            self._waiters.append((namespace, count, event))
+            self._waiters.append((names, count, event))
         return event
 
     async def _watch(self, rv: str) -> None:
@@ -362,11 +410,12 @@ class PodTracker:
             self.added.setdefault(key, now)
             if (obj.get("spec") or {}).get("nodeName") and key not in self.bound:
                 self.bound[key] = now
-                count = self.bound_in.get(namespace, 0) + 1
-                self.bound_in[namespace] = count
+                self.bound_in[namespace] = self.bound_in.get(namespace, 0) + 1
+                for callback in self.on_bound:
+                    callback(namespace, obj)
                 if self._waiters:
-                    for waiter in [w for w in self._waiters if w[0] == namespace]:
-                        if count >= waiter[1]:
+                    for waiter in [w for w in self._waiters if namespace in w[0]]:
+                        if self.bound_count(waiter[0]) >= waiter[1]:
                             waiter[2].set()
                             self._waiters.remove(waiter)
         return str(meta.get("resourceVersion") or "") or None
@@ -391,14 +440,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def scheduler_config(qps: float) -> dict[str, Any]:
-    """The shared part of both schedulers' KubeSchedulerConfiguration."""
+def scheduler_config(qps: float, workload: Workload | None = None) -> dict[str, Any]:
+    """The shared part of both schedulers' KubeSchedulerConfiguration; the
+    profile enables the workload's contrib plugins, if it has any."""
+    profile = (
+        workloads.scheduler_profile(workload)
+        if workload is not None
+        else {"schedulerName": workloads.SCHEDULER_NAME}
+    )
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
         "clientConnection": {"qps": qps, "burst": int(qps), "contentType": "application/json"},
-        "profiles": [{"schedulerName": workloads.SCHEDULER_NAME}],
+        "profiles": [profile],
     }
 
 
@@ -422,11 +477,12 @@ def run_ours(
     workdir: Path,
     qps: float,
     profile_path: Path | None,
+    workload: Workload | None = None,
     extra_profiles: Sequence[dict[str, Any]] = (),
 ) -> Iterator[SchedulerProcess]:
     """``python -m scheduler run`` as a child process (optionally under cProfile)."""
     port = _free_port()
-    config = scheduler_config(qps)
+    config = scheduler_config(qps, workload)
     config["profiles"] = [*config["profiles"], *extra_profiles]
     config["pluggableScheduler"] = {"serverAddress": f"127.0.0.1:{port}"}
     config_path = workdir / "ours-config.json"
@@ -475,14 +531,23 @@ def run_ours(
 
 
 @contextlib.contextmanager
-def run_kube(server: ApiServer, workdir: Path, qps: float) -> Iterator[SchedulerProcess]:
-    """The real kube-scheduler binary, /metrics open to this harness."""
+def run_kube(
+    server: ApiServer, workdir: Path, qps: float, workload: Workload | None = None
+) -> Iterator[SchedulerProcess]:
+    """The real kube-scheduler binary, /metrics open to this harness; for a
+    workload with contrib plugins, scheduler-plugins' build of it."""
     from scheduler.tools.controlplane import run_kube_scheduler
 
+    binary: Path | None = None
+    if workload is not None and workload.plugins:
+        from scheduler.tools import schedulerplugins
+
+        binary = schedulerplugins.ensure_binary()
     started = time.perf_counter()
     with run_kube_scheduler(
         server.kubeconfig,
-        scheduler_config(qps),
+        scheduler_config(qps, workload),
+        binary=binary,
         workdir=workdir / "kube-scheduler",
         verbosity=1,
         extra_args=["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
@@ -529,6 +594,11 @@ class Options:
     workdir: Path | None = None
     #: Profiles appended to our daemon's config after the measured one (e.g. a shadow).
     extra_profiles: tuple[dict[str, Any], ...] = ()
+
+
+#: How long a quota phase watches on after its expected pods are bound, for bindings
+#: that should not happen.
+SETTLE_SECONDS = 2.0
 
 
 def phase_timeout(options: Options, phase: Phase) -> float:
@@ -593,18 +663,21 @@ async def drive(
     tracker = PodTracker(api)
     result: dict[str, Any] = {"ready_seconds": proc.ready_seconds}
     churn: asyncio.Task[None] | None = None
+    audit = QuotaAudit(workload.quotas) if workload.quotas else None
+    if audit is not None:
+        tracker.on_bound.append(audit.bound)
     try:
         await tracker.start()
         for phase in workload.phases:
             groups = workloads.phase_objects(phase)
-            done = tracker.wait_for(phase.namespace, phase.count)
+            done = tracker.wait_for(phase.namespaces, phase.expected)
             if not phase.measure:
                 t0 = time.perf_counter()
                 await api.create_groups(groups, options.concurrency)
                 if phase.wait:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
-                    got = tracker.bound_in.get(phase.namespace, 0)
+                    got = tracker.bound_count(phase.namespaces)
                     if got < phase.count:
                         raise RuntimeError(
                             f"only {got} of {phase.count} {phase.name} pods were scheduled "
@@ -618,7 +691,7 @@ async def drive(
             before = proc_sample(proc.pid)
             start = time.perf_counter()
             timed_out = False
-            expected = phase.count
+            expected = phase.expected
             window_end: float | None = None  # a steady-state phase counts pods until then
             if phase.steady_seconds is not None:
                 created = [0]
@@ -643,17 +716,27 @@ async def drive(
             end = time.perf_counter()
             after = proc_sample(proc.pid)
             metrics_after = await scrape(proc.metrics_url)
+            if phase.expected < phase.count and not timed_out:
+                # The pods beyond the quotas must stay pending: give a scheduler that
+                # would bind more the time to show it (the audit sees each binding).
+                await asyncio.sleep(SETTLE_SECONDS)
             if tracker.error is not None:
                 raise RuntimeError(f"the pod watch failed: {tracker.error}")
-            prefix = f"{phase.namespace}/"
+            prefixes = tuple(f"{n}/" for n in phase.namespaces)
             bound = {
                 k: t
                 for k, t in tracker.bound.items()
-                if k.startswith(prefix) and (window_end is None or t <= window_end)
+                if k.startswith(prefixes) and (window_end is None or t <= window_end)
             }
             latencies = [(t - tracker.added[k]) * 1000 for k, t in bound.items()]
             times = list(bound.values())
-            overall = len(bound) / (max(times) - start) if times and max(times) > start else None
+            if phase.gang_size is not None:
+                # A gang is scheduled when its last member is: throughput counts
+                # each gang's pods then (partial gangs' pods never).
+                times, result["gangs"] = gang_figures(phase, bound, start)
+            if audit is not None:
+                result["quota"] = audit.figures()
+            overall = len(times) / (max(times) - start) if times and max(times) > start else None
             if window_end is not None:
                 overall = len(bound) / (window_end - start) if bound else None
             samples = report.throughput_samples(start, times, end=window_end)
@@ -668,9 +751,7 @@ async def drive(
                     # A steady-state run ends with a batch in flight; upstream fails
                     # it only when no pod at all got scheduled.
                     "incomplete": (
-                        not bound
-                        if window_end is not None
-                        else timed_out or len(bound) < phase.count
+                        not bound if window_end is not None else timed_out or len(bound) < expected
                     ),
                     "measured_seconds": end - start,
                     "overall_pods_per_second": overall,
@@ -779,9 +860,9 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
         asyncio.run(setup())
         setup_seconds = time.perf_counter() - t0
         launcher = (
-            run_ours(server, workdir, options.qps, profile_path, options.extra_profiles)
+            run_ours(server, workdir, options.qps, profile_path, workload, options.extra_profiles)
             if kind == "ours"
-            else run_kube(server, workdir, options.qps)
+            else run_kube(server, workdir, options.qps, workload)
         )
         with launcher as proc:
             if workload.memory_only:
@@ -824,9 +905,13 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
                 dataclasses.asdict(workload.csi_nodes) if workload.csi_nodes is not None else None
             ),
             "dra": dataclasses.asdict(workload.dra) if workload.dra is not None else None,
+            "plugins": list(workload.plugins),
+            "quotas": [dataclasses.asdict(q) for q in workload.quotas],
         },
         "schedulers": {},
     }
+    if workload.plugins:
+        entry["peer"] = peer_label(workload)
     for kind in options.schedulers:
         print(
             f"[perf] {workload.name} ({workload.describe()}) on {options.backend}: "
@@ -836,6 +921,11 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
         )
         started = time.perf_counter()
         try:
+            if kind == "kube" and workload.plugins:
+                # Built before its API server starts (a cold build takes many minutes).
+                from scheduler.tools import schedulerplugins
+
+                schedulerplugins.ensure_binary()
             outcome = run_one(workload, kind, options, root / f"{workload.name}-{kind}")
         except Exception as exc:  # one failed run must not lose the others' figures
             outcome = {"error": f"{type(exc).__name__}: {exc}"}
@@ -854,6 +944,17 @@ def run_workload(workload: Workload, options: Options, root: Path) -> dict[str, 
             flush=True,
         )
     return entry
+
+
+def peer_label(workload: Workload) -> str:
+    """What runs as the peer of a workload with contrib plugins."""
+    from scheduler.tools import schedulerplugins
+
+    try:
+        version = schedulerplugins.pinned_versions()[0]
+    except Exception:  # a missing pin is reported when the peer is built
+        version = "?"
+    return f"scheduler-plugins {version}"
 
 
 def run(
@@ -899,11 +1000,13 @@ def _workload_names(values: Sequence[str]) -> list[str]:
                 names += workloads.VOLUME_WORKLOADS
             elif part == "dra":
                 names += workloads.DRA_WORKLOADS
+            elif part == "batch":
+                names += workloads.BATCH_WORKLOADS
             elif part in workloads.WORKLOAD_NAMES:
                 names.append(part)
             else:
                 raise SystemExit(
-                    f"unknown workload {part!r}; choose from: all, volumes, dra, "
+                    f"unknown workload {part!r}; choose from: all, volumes, dra, batch, "
                     + ", ".join(workloads.WORKLOAD_NAMES)
                 )
     return list(dict.fromkeys(names)) or list(workloads.DEFAULT_WORKLOADS)
@@ -921,8 +1024,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         metavar="NAME",
         help="workload(s), comma-separated or repeated; 'all' (default) runs every one "
-        "but Memory, 'volumes' the ones with PVs, 'dra' the ones with ResourceClaims: "
-        + ", ".join(workloads.WORKLOAD_NAMES),
+        "but Memory and the batch ones, 'volumes' the ones with PVs, 'dra' the ones with "
+        "ResourceClaims, 'batch' Coscheduling and CapacityScheduling against "
+        "scheduler-plugins' kube-scheduler: " + ", ".join(workloads.WORKLOAD_NAMES),
     )
     parser.add_argument("--scale", choices=sorted(workloads.SCALES), default="full")
     parser.add_argument("--nodes", type=int, help="override the number of nodes")
@@ -992,6 +1096,18 @@ def _extra_profiles(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    for name in args.workloads:  # sizes a workload cannot take are an error before any run
+        try:
+            workloads.build(
+                name,
+                args.scale,
+                nodes=args.nodes,
+                init_pods=args.init_pods,
+                pods=args.pods,
+                duration=args.duration,
+            )
+        except ValueError as error:
+            raise SystemExit(f"bench perf: {name}: {error}") from None
     options = Options(
         backend=args.backend,
         schedulers=args.schedulers,

@@ -32,6 +32,22 @@ running beside the API server, as scheduler_perf runs kube's in-process (see
 ``steadyState``) creates ``count`` pods, waits for them to be scheduled, deletes
 them and starts again until its duration is over.
 
+The batch workloads have no scheduler_perf counterpart (upstream has no gang
+or quota workload); they are shaped the same way and run the contrib plugins
+they are about in the profile of both schedulers, the peer being
+scheduler-plugins' own kube-scheduler (:mod:`scheduler.tools.schedulerplugins`).
+**SchedulingGangs** creates its measured pods in Coscheduling PodGroups
+(``scheduling.x-k8s.io/v1alpha1``, ``minMember`` the gang size, the pods
+labelled ``scheduling.x-k8s.io/pod-group``), the groups before the window,
+their members one after the other in it, so members wait in Permit for
+siblings that do not exist yet, as a Job's pods arrive. A gang counts when its
+last member is bound. **SchedulingElasticQuota** spreads its measured pods
+over namespaces with an ElasticQuota each (CapacityScheduling): every second
+quota has a ``min`` below its demand and a ``max`` below it too, borrowing the
+unused ``min`` of the others up to ``max``; the rest of its pods stay pending.
+How many get scheduled follows from the quotas alone (:func:`quota_admitted`),
+and the harness checks that no quota's ``used`` ever exceeds its ``max``.
+
 Everything here is plain data, so a workload can cross a process boundary
 (the emulator builds its preloaded objects from it in its own process).
 """
@@ -40,7 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 SCHEDULER_NAME = "perf-scheduler"
@@ -61,6 +77,15 @@ STEADY_SECONDS = 10.0  # the steady-state workloads' ``duration: 10s``
 MEASURE_NAMESPACE = "sched-1"
 CHURN_NAMESPACE = "churn"
 NAMESPACES = (INIT_NAMESPACE, MEASURE_NAMESPACE, CHURN_NAMESPACE)
+BATCH_API = "scheduling.x-k8s.io/v1alpha1"  # scheduler-plugins' PodGroup and ElasticQuota
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+COSCHEDULING = "Coscheduling"
+CAPACITY_SCHEDULING = "CapacityScheduling"
+GANG_SIZE = 10
+QUOTA_NAMESPACES = 10
+QUOTA_NAME = "quota"
+DEFAULT_POD_MILLI_CPU = 100  # pod-default.yaml's requests
+DEFAULT_POD_MEMORY = 500 * 1024**2
 
 Obj = dict[str, Any]
 
@@ -81,6 +106,33 @@ class Phase:
     # scheduler_perf's ``steadyState: true`` with ``duration``: batches of `count`
     # pods, each deleted once all of it is scheduled, until this many seconds pass.
     steady_seconds: float | None = None
+    # Coscheduling: pods come in PodGroups of this many (minMember), in order.
+    gang_size: int | None = None
+    # Pods spread round-robin over this many namespaces ``<namespace>-<i>`` (one
+    # ElasticQuota each) instead of all in `namespace`.
+    spread: int | None = None
+    # How many of the pods can be scheduled at all (quotas leave the rest pending);
+    # None: all of them.
+    admitted: int | None = None
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        if self.spread is None:
+            return (self.namespace,)
+        return tuple(f"{self.namespace}-{i}" for i in range(self.spread))
+
+    def namespace_of(self, i: int) -> str:
+        """The namespace of the phase's `i`-th pod."""
+        return self.namespace if self.spread is None else f"{self.namespace}-{i % self.spread}"
+
+    @property
+    def expected(self) -> int:
+        """The pods a correct scheduler schedules in this phase."""
+        return self.count if self.admitted is None else self.admitted
+
+    def gang_of(self, i: int) -> str | None:
+        """The PodGroup of the phase's `i`-th pod, if it has gangs."""
+        return None if self.gang_size is None else gang_name(i // self.gang_size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +166,17 @@ class CSINodeTemplate:
 
 
 @dataclasses.dataclass(frozen=True)
+class ElasticQuota:
+    """One namespace's ElasticQuota: ``min`` and ``max`` of cpu (millicores) and memory."""
+
+    namespace: str
+    min_milli_cpu: int
+    max_milli_cpu: int
+    min_memory: int
+    max_memory: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Workload:
     name: str
     nodes: int
@@ -124,6 +187,10 @@ class Workload:
     memory_only: bool = False  # measure the scheduler's memory after sync, no scheduling
     csi_nodes: CSINodeTemplate | None = None  # a CSINode object for every node
     dra: DRADriver | None = None  # a ResourceSlice per node, DeviceClass, claim templates
+    # Contrib plugins both schedulers' profile runs (Coscheduling, CapacityScheduling);
+    # their peer is scheduler-plugins' kube-scheduler instead of kube's.
+    plugins: tuple[str, ...] = ()
+    quotas: tuple[ElasticQuota, ...] = ()
 
     @property
     def measured(self) -> Phase | None:
@@ -144,6 +211,13 @@ class Workload:
             extra = f" with {phase.volume} PV+PVC" if phase.volume else ""
             if phase.template == "claim-template":
                 extra = " with a claim template"
+            if phase.gang_size is not None:
+                extra = f" in {phase.count // phase.gang_size} gangs of {phase.gang_size}"
+            if phase.spread is not None:
+                extra = (
+                    f" over {phase.spread} ElasticQuotas ({phase.expected} within max, "
+                    "the rest pending)"
+                )
             if phase.steady_seconds is not None:
                 parts.append(
                     f"{phase.name} batches of {phase.count} pods{extra} "
@@ -322,6 +396,95 @@ def _steady_claim_template(
     )
 
 
+def _gangs(nodes: int, init: int, measure: int) -> Workload:
+    if measure % GANG_SIZE:
+        raise ValueError(
+            f"SchedulingGangs creates gangs of {GANG_SIZE}: the measured pods ({measure}) "
+            f"must be a multiple of {GANG_SIZE}"
+        )
+    return Workload(
+        "SchedulingGangs",
+        nodes,
+        (
+            Phase("init", init, "default", INIT_NAMESPACE),
+            Phase(
+                "measured", measure, "default", MEASURE_NAMESPACE, measure=True, gang_size=GANG_SIZE
+            ),
+        ),
+        plugins=(COSCHEDULING,),
+    )
+
+
+def elastic_quotas(pods: int, spread: int, namespace: str = "quota") -> tuple[ElasticQuota, ...]:
+    """The quotas of `spread` namespaces sharing `pods` default pods round-robin.
+
+    With ``d`` the cpu a namespace's pods request, even namespaces get
+    ``min = d/2, max = 0.8 d`` (they borrow, and max leaves a fifth pending) and
+    odd ones ``min = 1.5 d, max = 2 d`` (they lend what they do not use). Memory
+    never binds: ``min = max = twice the demand``.
+    """
+    quotas = []
+    for i in range(spread):
+        count = pods // spread + (1 if i < pods % spread else 0)
+        demand = count * DEFAULT_POD_MILLI_CPU
+        low, high = (demand // 2, demand * 4 // 5) if i % 2 == 0 else (demand * 3 // 2, demand * 2)
+        memory = 2 * count * DEFAULT_POD_MEMORY
+        quotas.append(ElasticQuota(f"{namespace}-{i}", low, high, memory, memory))
+    return tuple(quotas)
+
+
+def quota_admitted(pods: int, quotas: Sequence[ElasticQuota]) -> int:
+    """How many of `pods` default pods (round-robin over `quotas`' namespaces)
+    CapacityScheduling schedules, whatever the order it tries them in.
+
+    Each namespace gets pods until one more would exceed its ``max``. That is
+    order-independent only if the aggregate check (a quota above its ``min``
+    may borrow only while the sum of all ``used`` stays within the sum of all
+    ``min``) never binds, which is checked here.
+    """
+    spread = len(quotas)
+    admitted = 0
+    used_cpu = 0
+    used_memory = 0
+    for i, quota in enumerate(quotas):
+        count = pods // spread + (1 if i < pods % spread else 0)
+        fits = min(
+            count,
+            quota.max_milli_cpu // DEFAULT_POD_MILLI_CPU,
+            quota.max_memory // DEFAULT_POD_MEMORY,
+        )
+        admitted += fits
+        used_cpu += fits * DEFAULT_POD_MILLI_CPU
+        used_memory += fits * DEFAULT_POD_MEMORY
+    if used_cpu > sum(q.min_milli_cpu for q in quotas) or used_memory > sum(
+        q.min_memory for q in quotas
+    ):
+        raise ValueError("the quotas' aggregate min binds: the admitted pods depend on the order")
+    return admitted
+
+
+def _elastic_quota(nodes: int, init: int, measure: int) -> Workload:
+    quotas = elastic_quotas(measure, QUOTA_NAMESPACES)
+    return Workload(
+        "SchedulingElasticQuota",
+        nodes,
+        (
+            Phase("init", init, "default", INIT_NAMESPACE),
+            Phase(
+                "measured",
+                measure,
+                "default",
+                "quota",
+                measure=True,
+                spread=QUOTA_NAMESPACES,
+                admitted=quota_admitted(measure, quotas),
+            ),
+        ),
+        plugins=(CAPACITY_SCHEDULING,),
+        quotas=quotas,
+    )
+
+
 _BUILDERS = {
     "SchedulingBasic": _basic,
     "SchedulingPodAntiAffinity": _anti_affinity,
@@ -337,6 +500,8 @@ _BUILDERS = {
     "PreemptionPVs": _preemption_pvs,
     "SchedulingWithResourceClaimTemplate": _claim_template,
     "SteadyStateClusterResourceClaimTemplate": _steady_claim_template,
+    "SchedulingGangs": _gangs,
+    "SchedulingElasticQuota": _elastic_quota,
 }
 VOLUME_WORKLOADS: tuple[str, ...] = (
     "SchedulingInTreePVs",
@@ -348,6 +513,8 @@ DRA_WORKLOADS: tuple[str, ...] = (
     "SchedulingWithResourceClaimTemplate",
     "SteadyStateClusterResourceClaimTemplate",
 )
+# Contrib plugins against scheduler-plugins' kube-scheduler (``--workload batch``).
+BATCH_WORKLOADS: tuple[str, ...] = ("SchedulingGangs", "SchedulingElasticQuota")
 
 # (nodes, init pods, measured pods) per scale. "full" is scheduler_perf's
 # 5000Nodes variant (PreemptionBasic has only a 500Nodes one upstream);
@@ -373,6 +540,8 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "PreemptionPVs": (1000, 4000, 1000),
         "SchedulingWithResourceClaimTemplate": (500, 2500, 2500),
         "SteadyStateClusterResourceClaimTemplate": (500, 0, 10),
+        "SchedulingGangs": (5000, 1000, 1000),  # 100 gangs of 10
+        "SchedulingElasticQuota": (5000, 1000, 1000),  # 10 quotas, 900 within max
     },
     "small": {
         "SchedulingBasic": (500, 500, 1000),
@@ -389,12 +558,17 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "PreemptionPVs": (1000, 4000, 1000),
         "SchedulingWithResourceClaimTemplate": (100, 1000, 1000),
         "SteadyStateClusterResourceClaimTemplate": (100, 0, 10),
+        "SchedulingGangs": (500, 500, 500),  # 50 gangs of 10
+        "SchedulingElasticQuota": (500, 500, 500),  # 10 quotas, 450 within max
     },
 }
 
 WORKLOAD_NAMES: tuple[str, ...] = tuple(_BUILDERS)
-# What ``--workload all`` runs; Memory is a mode of its own (``--workload Memory``).
-DEFAULT_WORKLOADS: tuple[str, ...] = tuple(n for n in WORKLOAD_NAMES if n != "Memory")
+# What ``--workload all`` runs; Memory is a mode of its own (``--workload Memory``), and
+# the batch workloads need contrib plugins and their own peer (``--workload batch``).
+DEFAULT_WORKLOADS: tuple[str, ...] = tuple(
+    n for n in WORKLOAD_NAMES if n != "Memory" and n not in BATCH_WORKLOADS
+)
 
 
 def build(
@@ -467,12 +641,18 @@ def _container(cpu: str, limits: bool = True) -> Obj:
 
 
 def pod(
-    template: str, name: str, namespace: str, node: str | None = None, claim: str | None = None
+    template: str,
+    name: str,
+    namespace: str,
+    node: str | None = None,
+    claim: str | None = None,
+    group: str | None = None,
 ) -> Obj:
     """A pod from one of scheduler_perf's templates (by short name).
 
     With `claim`, the one volume ``CreatePodWithPersistentVolume`` adds: ``vol``
-    from that PVC.
+    from that PVC. With `group`, the label that makes it a member of that
+    Coscheduling PodGroup.
     """
     labels: dict[str, str] = {}
     spec: Obj = {"schedulerName": SCHEDULER_NAME}
@@ -547,6 +727,8 @@ def pod(
     if node is not None:
         spec["nodeName"] = node
     metadata: Obj = {"name": name, "namespace": namespace}
+    if group is not None:
+        labels[POD_GROUP_LABEL] = group
     if labels:
         metadata["labels"] = labels
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
@@ -805,7 +987,8 @@ def phase_objects(phase: Phase, batch: int = 0) -> list[list[Obj]]:
     for i in range(batch * phase.count, (batch + 1) * phase.count):
         name = pod_name(phase.name, i)
         if phase.volume is None:
-            groups.append([pod(phase.template, name, phase.namespace)])
+            namespace = phase.namespace_of(i)
+            groups.append([pod(phase.template, name, namespace, group=phase.gang_of(i))])
             continue
         groups.append(
             [
@@ -815,6 +998,74 @@ def phase_objects(phase: Phase, batch: int = 0) -> list[list[Obj]]:
             ]
         )
     return groups
+
+
+def gang_name(i: int) -> str:
+    return f"gang-{i:04d}"
+
+
+def pod_group(name: str, namespace: str, min_member: int) -> Obj:
+    """A Coscheduling PodGroup as a Job author writes it: ``minMember`` only."""
+    return {
+        "apiVersion": BATCH_API,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member},
+    }
+
+
+def elastic_quota(quota: ElasticQuota) -> Obj:
+    """scheduler-plugins' ElasticQuota for `quota`'s namespace."""
+    return {
+        "apiVersion": BATCH_API,
+        "kind": "ElasticQuota",
+        "metadata": {"name": QUOTA_NAME, "namespace": quota.namespace},
+        "spec": {
+            "min": {"cpu": f"{quota.min_milli_cpu}m", "memory": str(quota.min_memory)},
+            "max": {"cpu": f"{quota.max_milli_cpu}m", "memory": str(quota.max_memory)},
+        },
+    }
+
+
+def batch_objects(workload: Workload) -> list[Obj]:
+    """What the batch workloads create before the scheduler starts: the quota
+    namespaces and their ElasticQuotas, and every PodGroup of a gang phase."""
+    objects: list[Obj] = []
+    for phase in workload.phases:
+        if phase.spread is not None:
+            objects += [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                for n in phase.namespaces
+            ]
+        if phase.gang_size is not None:
+            gangs = -(-phase.count // phase.gang_size)
+            objects += [
+                pod_group(gang_name(g), phase.namespace, phase.gang_size) for g in range(gangs)
+            ]
+    objects += [elastic_quota(q) for q in workload.quotas]
+    return objects
+
+
+def scheduler_profile(workload: Workload) -> Obj:
+    """The ``perf-scheduler`` profile: kube's defaults, plus the workload's contrib
+    plugins configured as scheduler-plugins documents them (its
+    ``manifests/<plugin>/scheduler-config.yaml``), the same for both schedulers."""
+    profile: Obj = {"schedulerName": SCHEDULER_NAME}
+    plugins: Obj = {}
+    if COSCHEDULING in workload.plugins:
+        plugins.setdefault("multiPoint", {"enabled": []})["enabled"].append({"name": COSCHEDULING})
+        plugins["queueSort"] = {"enabled": [{"name": COSCHEDULING}], "disabled": [{"name": "*"}]}
+    if CAPACITY_SCHEDULING in workload.plugins:
+        plugins.setdefault("multiPoint", {"enabled": []})["enabled"].append(
+            {"name": CAPACITY_SCHEDULING}
+        )
+        plugins["postFilter"] = {
+            "enabled": [{"name": CAPACITY_SCHEDULING}],
+            "disabled": [{"name": "*"}],
+        }
+    if plugins:
+        profile["plugins"] = plugins
+    return profile
 
 
 STATUS_UPDATE_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "ResourceClaim"})
