@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "explain_cmd",
     "whatif_cmd",
     "shadow_cmd",
+    "replay_cmd",
     "plugins_cmd",
     "config_cmd",
     "emulator_cmd",

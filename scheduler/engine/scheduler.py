@@ -25,6 +25,7 @@ from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
+from scheduler.engine.recording import DecisionRecorder
 from scheduler.engine.shadow import Shadows
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.profile import Profile
@@ -95,6 +96,8 @@ class Scheduler:
         self.metrics = metrics
         #: Shadow profiles (``shadowOf``): re-make the primaries' decisions, never bind.
         self.shadows = Shadows(metrics)
+        #: Writes every decision's inputs when set (``run --record``).
+        self.recorder: DecisionRecorder | None = None
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
@@ -178,6 +181,8 @@ class Scheduler:
                 await asyncio.wait(pending, timeout=5)
         if self._background:
             await asyncio.wait(list(self._background), timeout=5)
+        if self.recorder is not None:
+            self.recorder.close()
 
     def _binding_ended(self, task: asyncio.Task[None]) -> None:
         self._binding_tasks.pop(task, None)
@@ -248,6 +253,8 @@ class Scheduler:
         )
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
+        if self.recorder is not None:
+            self._record(pod, result)
         node = result.node
         if node is None:
             # Before PostFilter: nothing has changed the cluster since the decision.
@@ -278,6 +285,17 @@ class Scheduler:
         self._binding_tasks[task] = profile
         task.add_done_callback(self._binding_ended)
         self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
+
+    def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
+        """Record the decision on the table it was made on; a failing recording stops."""
+        recorder = self.recorder
+        assert recorder is not None
+        try:
+            recorder.decision(pod.scheduler_name, pod, result, self.cache.table)
+        except Exception as err:
+            log.error("decision recording failed; recording stops", error=str(err))
+            self.recorder = None
+            recorder.close()
 
     def _handle_failure(
         self,

@@ -167,7 +167,7 @@ def node_report(result: ScheduleResult, row: int, filter_plugins: list[str]) -> 
     }
 
 
-def _explaining_plugin(
+def explaining_plugin(
     primary: ScheduleResult, shadow: ScheduleResult, p_row: int | None, s_row: int | None
 ) -> str:
     """The plugin that explains why the shadow did not pick the primary's node."""
@@ -271,7 +271,7 @@ class Shadows:
         plugin: str | None = None
         if not same:
             s_row = table.row_of(result.node) if result.node is not None else None
-            plugin = _explaining_plugin(decided, result, p_row, s_row)
+            plugin = explaining_plugin(decided, result, p_row, s_row)
             rows = {r for r in (p_row, s_row) if r is not None}
             primary_filters = [c.plugin for c in primary.framework.filter_calls]
             shadow_filters = [c.plugin for c in profile.framework.filter_calls]
