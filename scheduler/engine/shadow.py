@@ -38,9 +38,11 @@ import numpy as np
 import structlog
 
 from scheduler.api.status import Code
+from scheduler.config.points import ExtensionPoint
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.handle import Nominator
 from scheduler.framework.profile import Profile
+from scheduler.framework.runtime import PluginScores, ScoreOutcome
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
@@ -88,6 +90,62 @@ class Divergence:
 class _Shadow:
     profile: Profile
     algorithm: Algorithm
+    #: Differs from its primary in Score weights only: its decision is the
+    #: primary's normalized scores weighted anew (see :func:`reweighted`).
+    reweights: bool = False
+
+
+def _without_weights(profile: Profile) -> tuple[Any, ...]:
+    """What a decision depends on in a resolved profile, Score weights left out."""
+    resolved = profile.resolved
+    # The order of Score plugins does not change a sum; at other points it matters.
+    plugins = {
+        point: tuple(
+            sorted(e.name for e in entries)
+            if point is ExtensionPoint.SCORE
+            else (e.name for e in entries)
+        )
+        for point, entries in resolved.plugins.items()
+    }
+    return (
+        plugins,
+        dict(resolved.plugin_args),
+        dict(resolved.priorities),
+        dict(resolved.failure_policy),
+        resolved.percentage_of_nodes_to_score,
+    )
+
+
+def reweighted(shadow: _Shadow, decided: ScheduleResult, names: list[str]) -> ScheduleResult:
+    """The shadow's decision when only Score weights differ from the primary's.
+
+    Filter verdicts and raw and normalized scores do not depend on weights,
+    so the shadow's cycle would compute the primary's again: only the
+    weighted sum and the pick differ. Exact, at the cost of a few vector
+    operations instead of a second cycle.
+    """
+    scores = decided.score_outcome
+    if scores is None or not scores.status.is_success() or decided.node is None:
+        return decided  # unschedulable, or one feasible node: the same for any weights
+    weights = {c.plugin: c.weight for c in shadow.profile.framework.score_calls}
+    total = np.zeros(len(scores.nodes), dtype=np.int64)
+    by_plugin: dict[str, PluginScores] = {}
+    for plugin, got in scores.by_plugin.items():
+        weighted = got.normalized * weights.get(plugin, 1)
+        total += weighted
+        by_plugin[plugin] = PluginScores(got.raw, got.normalized, weighted)
+    tied_rows = scores.nodes.rows[total == total.max()]
+    pick = int(tied_rows[shadow.algorithm.rng.randrange(len(tied_rows))])
+    return ScheduleResult(
+        decided.status,
+        names[pick],
+        tied_rows,
+        evaluated_nodes=decided.evaluated_nodes,
+        feasible_nodes=decided.feasible_nodes,
+        filter_outcome=decided.filter_outcome,
+        score_outcome=ScoreOutcome(scores.nodes, total, by_plugin),
+        diagnosis=decided.diagnosis,
+    )
 
 
 def _without_pod(pods: PodTable, key: str) -> PodTable:
@@ -216,7 +274,10 @@ class Shadows:
                 scheduling[name] = profile
                 continue
             algorithm = Algorithm(profile.framework, seed=seed, nominator=nominator, batching=True)
-            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm))
+            reweights = primary in profiles and _without_weights(profile) == _without_weights(
+                profiles[primary]
+            )
+            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, reweights))
         return scheduling
 
     def of(self, primary: str) -> list[str]:
@@ -240,7 +301,7 @@ class Shadows:
         shadows = self._of.get(primary.scheduler_name)
         if not shadows:
             return
-        if assumed:
+        if assumed and not all(s.reweights for s in shadows):
             table = snapshot_before_assume(table, pod)
         for shadow in shadows:
             try:
@@ -259,10 +320,13 @@ class Shadows:
         table: NodeTable,
     ) -> None:
         profile = shadow.profile
-        state = profile.framework.new_cycle_state()
-        result = shadow.algorithm.schedule(
-            state, pod, table, profile.resolved.percentage_of_nodes_to_score
-        )
+        if shadow.reweights:
+            result = reweighted(shadow, decided, table.names)
+        else:
+            state = profile.framework.new_cycle_state()
+            result = shadow.algorithm.schedule(
+                state, pod, table, profile.resolved.percentage_of_nodes_to_score
+            )
         name = profile.scheduler_name
         p_row = table.row_of(decided.node) if decided.node is not None else None
         same = (decided.node is None and result.node is None) or (
