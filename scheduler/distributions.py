@@ -62,6 +62,7 @@ KNOWN_DISTRIBUTIONS: dict[str, str] = {
     "CapacityScheduling": "scheduler-plugin-capacityscheduling",
     "Coscheduling": "scheduler-plugin-coscheduling",
     "GangPreemption": "scheduler-plugin-gangpreemption",
+    "Reservation": "scheduler-plugin-reservation",
     "LoadAware": "scheduler-plugin-loadaware",
 }
 # Wheels of one distribution downloaded at most, newest first, looking for a compatible one.

@@ -58,6 +58,7 @@ from scheduler.api.results import (
     PreFilterResult,
 )
 from scheduler.api.status import Code, Status
+from scheduler.api.transform import NodeAdjustment
 from scheduler.api.version import PLUGIN_API_VERSION
 from scheduler.api.views import (
     CPU,
@@ -71,6 +72,7 @@ from scheduler.api.views import (
     Pod,
     QueuedPod,
 )
+from scheduler.model.featuregates import FeatureSpec
 from scheduler.model.quantity import QuantityError, parse_quantity
 from scheduler.model.selectors import LabelSelector, NodeSelector
 from scheduler.model.taints import Taint, Toleration
@@ -83,6 +85,7 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "PluginArgs",
     "coerce_args",
     "hookimpl",
+    "FeatureSpec",
     # what hooks are given
     "CycleState",
     "ApiClient",
@@ -109,6 +112,8 @@ __all__ = [  # noqa: RUF022 - grouped by what an author does with them
     "PostFilterResult",
     "PreFilterResult",
     "Status",
+    # transformers (API 2.1): an adjusted view of the pod or of nodes
+    "NodeAdjustment",
     # requeueing on cluster events
     "ActionType",
     "ClusterEvent",

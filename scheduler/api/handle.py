@@ -95,6 +95,28 @@ class FrameworkRunner(Protocol):
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node: Node
     ) -> Status: ...
 
+    def pod_from_object(self, raw: Mapping[str, Any]) -> Pod:
+        """Parse a pod object (API 2.1): a copy with changed requests, a reservation's template.
+
+        What a ``before_pre_filter`` transformer returns to adjust the pod,
+        and how a plugin builds a pod that is not in the cluster to ask
+        :meth:`find_node` where it would go. Raises ValueError naming the
+        pod and what is wrong with it.
+        """
+
+    def find_node(self, pod: Pod, nodes: Nodes) -> tuple[str | None, Status]:
+        """Where a pod that is not in the queue would go (API 2.1): ``(node, status)``.
+
+        Runs this profile's transformers, PreFilter, Filter, PreScore and
+        Score for ``pod`` (built with :meth:`pod_from_object`)
+        over ``nodes`` (``handle.nodes()``), exactly as a scheduling cycle
+        would, and picks a best-scored node; ``node`` is None when none
+        fits (``status`` says why). Nothing is reserved or bound: a plugin
+        placing a pseudo-pod (a reservation's template) accounts for the
+        placement itself. Call it outside a hook (from a plugin's own task),
+        never from inside another pod's cycle.
+        """
+
     def run_pre_filter_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node: Node
     ) -> Status: ...
@@ -163,6 +185,15 @@ class Handle(Protocol):
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         """Objects of a resource the plugin declared in its ``watches`` attribute."""
 
+    def is_leader(self) -> bool:
+        """Whether this replica acts for the cluster now (API 2.1).
+
+        Hooks run only on the leader; work a plugin does on its own (a
+        background task writing objects) checks this first, so a standby
+        replica of a leader-elected deployment never writes. True where
+        there is no election.
+        """
+
     def activate_pods(self, pods: Sequence[Pod]) -> None:
         """Move these pods from backoff/unschedulable to the active queue."""
 
@@ -183,6 +214,13 @@ class Handle(Protocol):
         then) and keep the result: it remembers the preemptions in flight.
         Candidates, the dry run on what-if copies, the choice and the
         eviction are the ones DefaultPreemption gets.
+        """
+
+    @property
+    def feature_gates(self) -> Mapping[str, bool]:
+        """The effective feature gates, read-only (API 2.2): kube's and those plugins declare.
+
+        Fixed for the life of the process (a config reload does not change them).
         """
 
     def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:

@@ -27,6 +27,7 @@ from scheduler.api.cyclestate import CycleState
 from scheduler.api.events import ClusterEventWithHint
 from scheduler.api.results import Diagnosis, FilterResult, PostFilterResult, PreFilterResult
 from scheduler.api.status import Status
+from scheduler.api.transform import NodeAdjustment
 from scheduler.api.views import Node, Nodes, Pod, QueuedPod
 
 PROJECT_NAME = "scheduler"
@@ -70,6 +71,21 @@ class SchedulerHookSpecs:
         ...
 
     @hookspec
+    def before_pre_filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> Pod | Status | None:
+        """Transformer (API 2.1), before PreFilter: give this cycle an adjusted pod.
+
+        Koordinator's ``BeforePreFilter``. Return None to leave the pod as it
+        is, or a pod built with ``self.handle.framework.pod_from_object``
+        (same namespace, name and uid) that PreFilter, Filter, PreScore and
+        Score then see in its place; the next transformer gets the adjusted
+        one. Reserve, Permit and the binding cycle still get the pod as it is
+        in the cluster. Also the place to compute, once per cycle, what the
+        other transformers need (store it in ``state``). A rejecting status
+        rejects the pod as a PreFilter plugin would; Error fails the attempt.
+        """
+        ...
+
+    @hookspec
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Nodes
     ) -> PreFilterResult | Status | None:
@@ -89,6 +105,15 @@ class SchedulerHookSpecs:
           and PostFilter still runs;
         - ``Status.error_status(...)`` (or raise): the attempt fails, the pod is
           retried after a backoff.
+        """
+        ...
+
+    @hookspec
+    def after_pre_filter(self, state: CycleState, pod: Pod, nodes: Nodes) -> Status | None:
+        """Transformer (API 2.1), after every PreFilter succeeded.
+
+        Koordinator's ``AfterPreFilter``: a chance to correct what PreFilter
+        plugins stored in ``state``. Status semantics as :meth:`before_pre_filter`.
         """
         ...
 
@@ -115,6 +140,24 @@ class SchedulerHookSpecs:
 
         Preemption calls it for each candidate victim, on a cloned state; the
         counterpart of :meth:`pre_filter_add_pod`.
+        """
+        ...
+
+    @hookspec
+    def before_filter(
+        self, state: CycleState, pod: Pod, nodes: Nodes
+    ) -> NodeAdjustment | Status | None:
+        """Transformer (API 2.1), before Filter: adjust some nodes' resources in use for this pod.
+
+        Koordinator's ``BeforeFilter``, over every candidate at once. Return
+        a :class:`~scheduler.api.transform.NodeAdjustment` (indexes into
+        ``nodes``), e.g. a reservation's resources released on its node for
+        the pod allowed to use it and held for every other pod. Every Filter
+        run of this cycle sees the adjusted rows, preemption's what-if checks
+        included; the live table is never written. Adjustments of several
+        transformers add up. Called once per cycle, after PreFilter. Return
+        None when nothing changes: a cycle without adjustments costs nothing
+        and keeps reusing results across identical pods.
         """
         ...
 
@@ -149,6 +192,18 @@ class SchedulerHookSpecs:
         to nominate a node (the pod is retried and the node's room held for
         it), None (or an Unschedulable status) when the plugin cannot help:
         the next PostFilter plugin then tries.
+        """
+        ...
+
+    @hookspec
+    def before_score(
+        self, state: CycleState, pod: Pod, nodes: Nodes
+    ) -> NodeAdjustment | Status | None:
+        """Transformer (API 2.1), before PreScore: adjust the feasible nodes' view for scoring.
+
+        Koordinator's ``BeforeScore``. ``nodes`` are the feasible nodes (not
+        called when only one is feasible); PreScore and Score see the
+        adjustment. Semantics as :meth:`before_filter`.
         """
         ...
 

@@ -7,6 +7,7 @@ it declares ``api_version``. :class:`Plugin` just stores those two;
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,6 +20,7 @@ from scheduler.api.hookspecs import hookimpl
 from scheduler.api.results import FilterResult
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Nodes, Pod
+from scheduler.model.featuregates import FeatureSpec
 
 
 class Plugin:
@@ -59,6 +61,17 @@ class Plugin:
       dry run) may then edit just those rows and judge many nodes in one
       Filter run. A Filter that does not look at pods at all qualifies.
 
+    - ``feature_gates`` (API 2.2): gates the plugin declares, name ->
+      :class:`FeatureSpec`, e.g. ``{"MyAlphaScore": FeatureSpec(default=False,
+      stage="Alpha")}``. Users set them like kube's gates
+      (``pluggableScheduler.featureGates`` or ``--feature-gates``); a name
+      kube already has is a load error.
+    - ``gated_by`` (API 2.2): the gate (kube's or declared here) that must be
+      on for the plugin to load at all. With it off the plugin is left out of
+      the defaults, and a profile that enables it is an error naming the gate
+      to turn on, as kube-scheduler does with its gated plugins.
+      ``handle.feature_gates`` gives every plugin the effective gates.
+
     Both promises are checked when the scheduler runs with
     ``SCHEDULER_CHECK_PROMISES=1`` (see ``docs/writing-plugins.md``): the
     framework recomputes without the shortcut and fails loudly, naming the
@@ -71,6 +84,8 @@ class Plugin:
     node_local: ClassVar[bool] = False
     pods_via_requested: ClassVar[bool] = False
     pre_bind_timeout: float | None = None
+    feature_gates: ClassVar[Mapping[str, FeatureSpec]] = {}
+    gated_by: ClassVar[str | None] = None
 
     def __init__(self, args: Any, handle: Handle) -> None:
         self.args = args

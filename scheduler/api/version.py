@@ -19,13 +19,19 @@ History: 1.0 first release; 1.1 ``node_local`` and ``pods_via_requested``;
 (internals such as ``NodeTable`` import with a DeprecationWarning);
 2.1 preemption for plugins: ``Handle.preemption(policy)`` and
 :mod:`scheduler.api.preemption` (kube's ``preemption.Interface``);
-``ObjectStore.list(namespace, labels=...)`` answered from a label index.
+``ObjectStore.list(namespace, labels=...)`` answered from a label index; the
+transformer hooks (``before_pre_filter``, ``after_pre_filter``,
+``before_filter``, ``before_score``), ``NodeAdjustment``,
+``handle.framework.pod_from_object``, ``handle.framework.find_node`` and
+``Handle.is_leader``;
+2.2 feature gates: ``FeatureSpec``, ``Plugin.feature_gates``, ``Plugin.gated_by``,
+``Handle.feature_gates``.
 """
 
 from __future__ import annotations
 
 #: The plugin API this framework provides; a plugin's ``api_version`` is checked against it.
-PLUGIN_API_VERSION = "2.1"
+PLUGIN_API_VERSION = "2.2"
 
 #: Majors still served through the compatibility layer -> their last minor.
 LEGACY_MAJORS: dict[int, int] = {1: 3}
@@ -47,7 +53,7 @@ def is_compatible(plugin_version: str, framework_version: str = PLUGIN_API_VERSI
     """Whether a plugin written for ``plugin_version`` can run on ``framework_version``.
 
     Examples:
-        >>> is_compatible("2.0"), is_compatible("1.3"), is_compatible("2.2"), is_compatible("3.0")
+        >>> is_compatible("2.2"), is_compatible("1.3"), is_compatible("2.3"), is_compatible("3.0")
         (True, True, False, False)
     """
     p_major, p_minor = parse_api_version(plugin_version)

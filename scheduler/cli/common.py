@@ -28,6 +28,16 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_feature_gates_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        default="",
+        help="feature gates as kube-scheduler's flag (e.g. GenericWorkload=true,"
+        "GangScheduling=true); each wins over the config's pluggableScheduler.featureGates",
+    )
+
+
 def add_logging_options(parser: argparse.ArgumentParser, default_format: str = "json") -> None:
     parser.add_argument(
         "--log-format", choices=["json", "text"], default=default_format, help="log output format"
@@ -42,8 +52,20 @@ def load_config_option(args: argparse.Namespace) -> SchedulerConfiguration:
     from scheduler.config.loading import DEFAULT_CONFIG
 
     if getattr(args, "config", None):
-        return load_config(Path(args.config))
-    return load_config(DEFAULT_CONFIG)
+        config = load_config(Path(args.config))
+    else:
+        config = load_config(DEFAULT_CONFIG)
+    flag = getattr(args, "feature_gates", "") or ""
+    if flag:
+        from scheduler.errors import UserError
+        from scheduler.model.featuregates import FeatureGateError, parse_feature_gates_flag
+
+        try:
+            gates = parse_feature_gates_flag(flag)
+        except FeatureGateError as err:
+            raise UserError(f"--feature-gates: {err}") from None
+        config = config.with_feature_gate_flags(gates)
+    return config
 
 
 def setup_logging(args: argparse.Namespace) -> None:

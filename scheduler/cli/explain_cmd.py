@@ -7,7 +7,12 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scheduler.cli.common import add_config_option, load_config_option, print_result
+from scheduler.cli.common import (
+    add_config_option,
+    add_feature_gates_option,
+    load_config_option,
+    print_result,
+)
 
 if TYPE_CHECKING:
     from scheduler.framework.explain import Explanation, NodeReport
@@ -230,6 +235,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--cluster", metavar="FILE", required=True, help="cluster file")
     parser.add_argument("--pod", metavar="FILE", required=True, help="the pod (YAML or JSON)")
     add_config_option(parser)
+    add_feature_gates_option(parser)
     parser.add_argument("--output", choices=["text", "json"], default="text")
     parser.add_argument(
         "--profile",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.cli.common import (
     add_config_option,
+    add_feature_gates_option,
     add_logging_options,
     load_config_option,
     setup_logging,
@@ -224,6 +225,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "authenticates and authorizes; --plain-http for local use.",
     )
     add_config_option(parser)
+    add_feature_gates_option(parser)
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")
     add_serving_options(parser)
     add_logging_options(parser)

@@ -7,7 +7,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scheduler.cli.common import add_config_option, load_config_option, print_result
+from scheduler.cli.common import (
+    add_config_option,
+    add_feature_gates_option,
+    load_config_option,
+    print_result,
+)
 
 if TYPE_CHECKING:
     from scheduler.simulation.simulate import SimulationResult
@@ -63,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--cluster", metavar="FILE", required=True, help="cluster file")
     add_config_option(parser)
+    add_feature_gates_option(parser)
     parser.add_argument("--output", choices=["text", "json"], default="text")
     parser.add_argument(
         "--seed", type=int, default=0, help="tie-break seed, for reproducible runs (default 0)"

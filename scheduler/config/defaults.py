@@ -11,11 +11,13 @@ error.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scheduler.config.models import SchedulerConfiguration
+from scheduler.model.featuregates import FeatureGates
+from scheduler.model.kubegates import KUBE_FEATURE_GATES
 
 if TYPE_CHECKING:
     from scheduler.config.resolve import PluginCatalogView
@@ -38,6 +40,8 @@ class DefaultPlugin:
 
     name: str
     weight: int | None = None
+    gate: str | None = None
+    """The feature gate kube's ``applyFeatureGates`` adds it under (None: always a default)."""
 
 
 DEFAULT_MULTI_POINT: tuple[DefaultPlugin, ...] = (
@@ -64,10 +68,11 @@ DEFAULT_MULTI_POINT: tuple[DefaultPlugin, ...] = (
     DefaultPlugin("ImageLocality", 1),
     DefaultPlugin("DefaultBinder"),
     # applyFeatureGates: NodeDeclaredFeatures (beta, on by default since 1.36)
-    # appends it after the static list. GangScheduling and the
-    # TopologyAwareWorkloadScheduling plugins would follow, but their gates are
-    # alpha and off by default in 1.36.
-    DefaultPlugin("NodeDeclaredFeatures"),
+    # appends it after the static list, then GangScheduling (alpha, off by
+    # default) follows when its gate is on. (TopologyAwareWorkloadScheduling's
+    # plugins would come next; we do not implement them.)
+    DefaultPlugin("NodeDeclaredFeatures", gate="NodeDeclaredFeatures"),
+    DefaultPlugin("GangScheduling", gate="GangScheduling"),
 )
 """kube-scheduler 1.36's default plugins, in kube's order, as ``multiPoint`` entries."""
 
@@ -126,9 +131,20 @@ not installed is accepted (it is not running either way), so kube configs load
 unchanged."""
 
 
-def default_multi_point(installed: Collection[str]) -> tuple[DefaultPlugin, ...]:
-    """The default ``multiPoint`` list restricted to ``installed`` plugins."""
-    return tuple(p for p in DEFAULT_MULTI_POINT if p.name in installed)
+def default_multi_point(
+    installed: Collection[str], gates: Mapping[str, bool] | None = None
+) -> tuple[DefaultPlugin, ...]:
+    """The default ``multiPoint`` list restricted to ``installed`` plugins whose gate is on.
+
+    ``gates`` are the effective feature gates (None: kube's defaults).
+    """
+    if gates is None:
+        gates = FeatureGates(KUBE_FEATURE_GATES, {})
+    return tuple(
+        p
+        for p in DEFAULT_MULTI_POINT
+        if p.name in installed and (p.gate is None or gates.get(p.gate, False))
+    )
 
 
 def _prune(value: Any) -> Any:

@@ -427,6 +427,17 @@ class SchedulerExtensions(_ConfigModel):
         "renewed (they run on a thread of their own).",
     )
 
+    feature_gates: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Feature gate name to on/off, as kube-scheduler's `--feature-gates` "
+        "(the same flag on `run`, `simulate` and `explain` wins over this field, gate by "
+        "gate). Names are kube 1.36.3's gates (their defaults, stages and locks; `AllAlpha` "
+        "and `AllBeta` too) and the gates installed plugins declare. A plugin behind a gate "
+        "that is off is not loaded: it drops out of the default plugins, and a profile "
+        "enabling it is an error naming the gate. An unknown name, a locked gate set away "
+        "from its default, or an enabled gate whose dependencies are off is an error. "
+        "Read at start-up only (a reload that changes it is refused).",
+    )
     config_reload_period: GoDuration = Field(
         default=5.0,
         json_schema_extra=_shown(5.0),
@@ -623,6 +634,26 @@ class SchedulerConfiguration(_ConfigModel):
     # and args, checked against the installed plugins) name it too. Private:
     # neither a config field nor part of model_dump, hence of change detection.
     _source: str | None = PrivateAttr(default=None)
+    # Gates given on the command line (`--feature-gates`): they win over the
+    # file's, and a reload re-applies them to the new file.
+    _gate_flags: dict[str, bool] = PrivateAttr(default_factory=dict)
+
+    @property
+    def feature_gate_flags(self) -> Mapping[str, bool]:
+        """The gates set by ``--feature-gates`` (already merged into the field)."""
+        return self._gate_flags
+
+    def with_feature_gate_flags(self, flags: Mapping[str, bool]) -> SchedulerConfiguration:
+        """A copy whose ``pluggableScheduler.featureGates`` has ``flags`` applied on top."""
+        if not flags:
+            return self
+        extensions = self.pluggable_scheduler.model_copy(
+            update={"feature_gates": {**self.pluggable_scheduler.feature_gates, **flags}}
+        )
+        copy = self.model_copy(update={"pluggable_scheduler": extensions})
+        copy._source = self._source
+        copy._gate_flags = dict(flags)
+        return copy
 
     @property
     def source(self) -> str | None:

@@ -40,7 +40,7 @@ The config file is a kube-scheduler `KubeSchedulerConfiguration`
 (`apiVersion: kubescheduler.config.k8s.io/v1`), YAML or JSON. An existing
 kube-scheduler 1.36 config loads unchanged unless it enables a plugin that is
 not installed: enabling one of kube's plugins that pluggable-scheduler does
-not implement yet (such as `GangScheduling` or `TopologyPlacementGenerator`) is an
+not implement yet (such as `TopologyPlacementGenerator`) is an
 error that says so, while disabling it is accepted and its `pluginConfig` is
 ignored with a warning.
 pluggable-scheduler's own settings live under `pluggableScheduler`, at the top
@@ -55,6 +55,11 @@ Rules that hold everywhere:
 - Durations are Go duration strings: `15s`, `1m30s`, `500ms`.
 - Check a file offline with `pluggable-scheduler config validate FILE`; print
   the effective defaults with `pluggable-scheduler config defaults`.
+- Feature gates (`pluggableScheduler.featureGates`, or kube's
+  `--feature-gates Name=true,Other=false` on `run`, `simulate` and `explain`,
+  which wins gate by gate) take kube 1.36.3's names and rules; see
+  [the Workload API and feature gates](workload-api.md) for the gates and
+  the plugins behind them.
 
 In the "At" lines, `[]` is any item of a list and `*` any field of the
 parent section.

@@ -27,6 +27,7 @@ loader decides what and when to import.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,14 @@ from scheduler.config.models import (
 from scheduler.config.points import MULTI_POINT, ExtensionPoint
 from scheduler.distributions import install_hint
 from scheduler.errors import UserError
+from scheduler.model.featuregates import (
+    ALL_ALPHA,
+    ALL_BETA,
+    FeatureGates,
+    FeatureSpec,
+    effective_gates,
+)
+from scheduler.model.kubegates import KUBE_FEATURE_GATE_DEPENDENCIES, KUBE_FEATURE_GATES
 from scheduler.observability.logging import get_logger
 
 _log = get_logger("scheduler.config.resolve")
@@ -94,6 +103,14 @@ class PluginCatalogView(Protocol):
         """The priority the plugin declares; higher runs earlier at every point."""
         ...
 
+    def gated_by(self, name: str) -> str | None:
+        """The feature gate that must be on for plugin ``name`` to load, if any."""
+        ...
+
+    def declared_feature_gates(self, name: str) -> Mapping[str, FeatureSpec]:
+        """The feature gates plugin ``name`` declares (beside kube's)."""
+        ...
+
 
 class PluginEntry(NamedTuple):
     """A plugin at one extension point. ``weight`` is the Score weight (0 at other points)."""
@@ -122,6 +139,10 @@ class ResolvedProfile:
     """Each plugin's configured failure policy; a plugin not listed has ``Fail``."""
     circuit_breaker: CircuitBreakerConfig = field(default_factory=CircuitBreakerConfig)
     """When a failing plugin is taken out of the profile, and for how long."""
+    feature_gates: FeatureGates = field(
+        default_factory=lambda: FeatureGates(KUBE_FEATURE_GATES, {})
+    )
+    """The effective feature gates (the same for every profile of a config)."""
     shadow_of: str | None = None
     """The profile this one shadows (``pluggableScheduler.shadowOf``): it then only
     re-makes that profile's decisions, never its own (scheduler.engine.shadow)."""
@@ -188,6 +209,7 @@ class _Entry:
 class _Resolver:
     catalog: PluginCatalogView
     installed: frozenset[str]
+    gates: FeatureGates = field(default_factory=lambda: FeatureGates(KUBE_FEATURE_GATES, {}))
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
@@ -281,6 +303,51 @@ class _Resolver:
                         f"plugin {name!r} does not implement {point.value}",
                     )
 
+    def gate_of(self, name: str) -> tuple[str, bool] | None:
+        """The gate plugin ``name`` is behind and whether it is on (None: not gated)."""
+        if name in self.broken:
+            return None
+        try:
+            gate = self.catalog.gated_by(name)
+        except UserError:
+            return None  # a load failure, reported where the plugin is named
+        if gate is None:
+            return None
+        if gate in self.gates:
+            return gate, self.gates[gate]
+        spec = self.catalog.declared_feature_gates(name).get(gate)
+        return gate, spec.default if spec is not None else False
+
+    def check_gated(
+        self, base: str, profile: SchedulerProfile, enabled: Mapping[str, None]
+    ) -> None:
+        """A profile may not enable a plugin whose feature gate is off: say which to turn on."""
+        for name in enabled:
+            gated = self.gate_of(name)
+            if gated is None or gated[1]:
+                continue
+            gate = gated[0]
+            needs = [gate]
+            needs += [
+                d for d in KUBE_FEATURE_GATE_DEPENDENCIES.get(gate, ()) if not self.gates.get(d)
+            ]
+            turn_on = ",".join(f"{g}=true" for g in needs)
+            yaml = ", ".join(f"{g}: true" for g in needs)
+            self.problem(
+                self.enabled_path(base, profile, name),
+                f"plugin {name!r} is behind feature gate {gate}, which is off: turn it on "
+                f"with pluggableScheduler.featureGates {{{yaml}}} or --feature-gates={turn_on}",
+            )
+
+    @staticmethod
+    def enabled_path(base: str, profile: SchedulerProfile, name: str) -> str:
+        """Where the profile enables ``name`` (the profile itself for a default plugin)."""
+        for key in (MULTI_POINT, *ExtensionPoint):
+            for j, plugin in enumerate(profile.plugins.point(key).enabled):
+                if plugin.name == name:
+                    return f"{base}.plugins.{key}.enabled[{j}].name"
+        return f"{base}.plugins"
+
     def check_failure_policy(
         self, base: str, policies: Mapping[str, FailurePolicy], enabled: Mapping[str, None]
     ) -> None:
@@ -355,7 +422,7 @@ class _Resolver:
         replaced: set[int] = set()
         merged: list[_Entry] = []
         if "*" not in disabled:
-            for default in default_multi_point(self.installed):
+            for default in default_multi_point(self.installed, self.gates):
                 if default.name in disabled:
                     continue
                 if default.name in custom:
@@ -453,6 +520,7 @@ class _Resolver:
         for entries_at in ordered.values():
             for plugin_entry in entries_at:
                 enabled.setdefault(plugin_entry.name)
+        self.check_gated(base, profile, enabled)
 
         extensions = profile.pluggable_scheduler
         for name in extensions.plugin_priorities:
@@ -592,6 +660,59 @@ def _check_common_queue_sort(
             )
 
 
+def _gate_path(config: SchedulerConfiguration, gate: str) -> str:
+    if gate in config.feature_gate_flags:
+        return "--feature-gates"
+    return f"pluggableScheduler.featureGates.{gate}" if gate else "pluggableScheduler.featureGates"
+
+
+def _declared(catalog: PluginCatalogView, names: Collection[str]) -> dict[str, FeatureSpec]:
+    """Gates the given installed plugins declare (those that fail to load declare none)."""
+    out: dict[str, FeatureSpec] = {}
+    for name in sorted(names):
+        try:
+            out.update(catalog.declared_feature_gates(name))
+        except UserError:
+            continue  # reported where the plugin is named, if it is
+    return out
+
+
+def _feature_gates(
+    config: SchedulerConfiguration,
+    catalog: PluginCatalogView,
+    installed: Collection[str],
+    problems: list[str],
+) -> FeatureGates:
+    """The effective gates of ``config``; refusals go to ``problems`` with their field path.
+
+    Only a name kube does not have makes the installed plugins load, to find
+    the one declaring it (installed is not enabled: plugins are not imported
+    otherwise).
+    """
+    requested = config.pluggable_scheduler.feature_gates
+    known: dict[str, FeatureSpec] = dict(KUBE_FEATURE_GATES)
+    if any(n not in known and n not in (ALL_ALPHA, ALL_BETA) for n in requested):
+        known.update({**_declared(catalog, installed), **KUBE_FEATURE_GATES})
+    gates, errors = effective_gates(known, requested, KUBE_FEATURE_GATE_DEPENDENCIES)
+    for err in errors:
+        problems.append(f"{_gate_path(config, err.gate)}: {err}")
+    return gates
+
+
+def _with_enabled_declarations(
+    catalog: PluginCatalogView,
+    gates: FeatureGates,
+    resolved: list[ResolvedProfile],
+) -> FeatureGates:
+    """The gates plugins see: kube's and requested ones, plus those enabled plugins declare."""
+    names = {n for profile in resolved for n in profile.enabled_plugins}
+    declared = _declared(catalog, names)
+    if all(n in gates for n in declared):
+        return gates
+    known = {**declared, **{n: gates.spec(n) for n in gates}}
+    return FeatureGates(known, dict(gates))
+
+
 def resolve_profiles(
     config: SchedulerConfiguration, catalog: PluginCatalogView
 ) -> list[ResolvedProfile]:
@@ -602,6 +723,7 @@ def resolve_profiles(
     """
     resolver = _Resolver(catalog=catalog, installed=frozenset(catalog.names()))
     resolver.problems.extend(semantic_problems(config))
+    resolver.gates = _feature_gates(config, catalog, resolver.installed, resolver.problems)
     resolver.check_plugin_budgets(
         "pluggableScheduler.timeouts.plugins", config.pluggable_scheduler.timeouts.plugins
     )
@@ -618,6 +740,9 @@ def resolve_profiles(
     if not resolver.problems:
         for warning in resolver.warnings:
             _log.warning("configuration entry ignored", detail=warning)
+    if not resolver.problems and resolved:
+        gates = _with_enabled_declarations(catalog, resolver.gates, resolved)
+        resolved = [dataclasses.replace(profile, feature_gates=gates) for profile in resolved]
     if resolver.problems:
         count = len(resolver.problems)
         where = f" in {config.source}" if config.source else ""

@@ -249,6 +249,7 @@ class Daemon:
                 ),
                 store_provider=self._store,
                 activator=lambda pods: self.queue.activate(p.key for p in pods),
+                leader=lambda: self.leading.is_set() and self.scheduler.may_bind(),
             )
         return handle
 
@@ -428,6 +429,10 @@ class Daemon:
         obj = new if new is not None else old
         kind = str((obj or {}).get("kind") or LIST_ITEM_KINDS.get(plural) or plural)
         self.queue.move_on_event(ClusterEvent(kind, action), old, new)
+
+    def pre_enqueue_status(self, pod: PodInfo) -> Status:
+        """What PreEnqueue says of ``pod`` now (why a never-tried pod is held)."""
+        return self._pre_enqueue(pod)
 
     def _pre_enqueue(self, pod: PodInfo) -> Status:
         profile = self.profiles.get(pod.scheduler_name)

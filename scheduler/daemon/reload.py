@@ -96,7 +96,8 @@ class ConfigReloader:
             return None
         self._seen = digest
         try:
-            config = load_config(self.path)
+            # The command line's --feature-gates still win over the new file.
+            config = load_config(self.path).with_feature_gate_flags(self.running.feature_gate_flags)
             fixed = fixed_field_changes(self.running, config)
             if fixed:
                 raise UserError(

@@ -27,6 +27,7 @@ from scheduler.framework.batching import BatchCache, pod_signature
 from scheduler.framework.handle import Nominator
 from scheduler.framework.nominated import filter_with_nominated, nominated_rows
 from scheduler.framework.runtime import (
+    FILTER_OVERLAY_KEY,
     IGNORED_KEY,
     PREFILTER_NARROWING_KEY,
     FilterOutcome,
@@ -164,16 +165,10 @@ class Algorithm:
     def _schedule(
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
     ) -> ScheduleResult:
-        all_nodes = table.all_nodes()
-        diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
-        refused = self._refuse_outright(pod, all_nodes, diagnosis)
-        if refused is not None:
-            return refused
-        pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
-        if not status.is_success():
-            _record_pre_filter_rejection(status, diagnosis)
-            return ScheduleResult(status, diagnosis=diagnosis)
-        nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        prepared = self._up_to_filter(state, pod, table)
+        if isinstance(prepared, ScheduleResult):
+            return prepared
+        pod, nodes, pre_result, diagnosis = prepared
         on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
         if on_nominated is not None:
             return on_nominated
@@ -183,27 +178,52 @@ class Algorithm:
         if not result.status.is_success() or feasible is None:
             return result
         if percentage > 0:
-            feasible = self._sample(feasible, len(all_nodes), percentage)
+            feasible = self._sample(feasible, diagnosis.total_nodes, percentage)
         self._pick(state, pod, feasible, signature, result)
         return result
 
-    def feasibility(self, state: CycleState, pod: PodInfo, table: NodeTable) -> ScheduleResult:
-        """PreFilter and Filter over every node, nothing after: where could the pod go?
-
-        The what-if API's question (:mod:`.whatif`): the same checks as
-        :meth:`schedule` up to the feasible set, minus the nominated-node
-        shortcut and the batching cache (a what-if table is new each time).
-        """
+    def _up_to_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> ScheduleResult | tuple[PodInfo, NodeSet, PreFilterResult, Diagnosis]:
+        """Everything before Filter: the (transformed) pod, the nodes PreFilter left, its
+        result and the diagnosis so far; or the result of a cycle that ends here."""
         all_nodes = table.all_nodes()
         diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
         refused = self._refuse_outright(pod, all_nodes, diagnosis)
         if refused is not None:
             return refused
-        pre_result, status = self.framework.run_pre_filter(state, pod, all_nodes)
+        framework = self.framework
+        if framework.before_pre_filter_calls:  # transformers (API 2.1): none, no cost
+            pod, status = framework.run_before_pre_filter(state, pod, all_nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis)
+        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
+        if status.is_success() and framework.after_pre_filter_calls:
+            status = framework.run_after_pre_filter(state, pod, all_nodes)
         if not status.is_success():
             _record_pre_filter_rejection(status, diagnosis)
             return ScheduleResult(status, diagnosis=diagnosis)
         nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        if framework.before_filter_calls:
+            status = framework.run_before_filter(state, pod, nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis)
+        return pod, nodes, pre_result, diagnosis
+
+    def feasibility(self, state: CycleState, pod: PodInfo, table: NodeTable) -> ScheduleResult:
+        """PreFilter and Filter over every node, nothing after: where could the pod go?
+
+        The what-if API's question (:mod:`.whatif`): the same checks as
+        :meth:`schedule` up to the feasible set (transformers included), minus
+        the nominated-node shortcut and the batching cache (a what-if table is
+        new each time).
+        """
+        prepared = self._up_to_filter(state, pod, table)
+        if isinstance(prepared, ScheduleResult):
+            return prepared
+        pod, nodes, _pre_result, diagnosis = prepared
         return self._find_feasible(state, pod, nodes, diagnosis, None)
 
     def _refuse_outright(
@@ -301,20 +321,28 @@ class Algorithm:
             result.node = names[int(feasible.rows[0])]
             result.tied_rows = feasible.rows
             return
-        status = self.framework.run_pre_score(state, pod, feasible)
+        scored = feasible
+        if self.framework.before_score_calls:  # transformers (API 2.1)
+            scored, adjusted, status = self.framework.run_before_score(state, pod, feasible)
+            if not status.is_success():
+                result.status = status
+                return
+            if adjusted:
+                signature = None  # scores of this view are not those of identical pods
+        status = self.framework.run_pre_score(state, pod, scored)
         if not status.is_success():
             result.status = status
             return
         raw_scores: dict[str, npt.NDArray[np.int64]] | None = None
         batch = self.batch
         if signature is not None and batch is not None and batch.scores_are_local(state):
-            got = batch.raw_scores(signature, state, pod, feasible)
+            got = batch.raw_scores(signature, state, pod, scored)
             if isinstance(got, Status):
                 batch.forget(signature)
                 result.status = got
                 return
             raw_scores = got
-        scores = self.framework.run_score(state, pod, feasible, raw_scores)
+        scores = self.framework.run_score(state, pod, scored, raw_scores)
         result.score_outcome = scores
         if not scores.status.is_success():
             result.status = scores.status
@@ -334,6 +362,7 @@ class Algorithm:
             or percentage > 0
             or pre_result.node_names is not None
             or pod.nominated_node_name
+            or FILTER_OVERLAY_KEY in state  # this pod's view of some nodes is its own
             or (self.nominator is not None and self.nominator.nominated_pods())
             or not batch.filters_are_local(state)
         ):

@@ -16,6 +16,8 @@ from scheduler.api.handle import ApiClient, FrameworkRunner, ObjectStore, Waitin
 from scheduler.api.preemption import Preemption, PreemptionPolicy
 from scheduler.api.views import Pod
 from scheduler.framework.waiting import WaitingPods
+from scheduler.model.featuregates import FeatureGates
+from scheduler.model.kubegates import KUBE_FEATURE_GATES
 from scheduler.model.selectors import has_labels
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
@@ -140,6 +142,7 @@ class FrameworkHandle:
         activator: Activator | None = None,
         plugin_name: str = "",
         legacy_table: bool = True,
+        leader: Callable[[], bool] | None = None,
     ) -> None:
         self._profile_name = profile_name
         self._table = table
@@ -151,12 +154,14 @@ class FrameworkHandle:
         self._event_sink = event_sink
         self._store_provider: StoreProvider = store_provider or StaticStores()
         self._activator = activator
+        self._leader = leader
         self._logger = structlog.get_logger("scheduler.plugin").bind(
             profile=profile_name, plugin=plugin_name
         )
         self._framework: list[FrameworkRunner] = []  # shared by the per-plugin copies
         self._nominator: list[Nominator] = []  # likewise
         self._metrics: list[PreemptionMetrics] = []  # likewise
+        self._gates: list[FeatureGates] = []  # likewise; empty: kube's defaults
         self._executors: list[PreemptionExecutor] = []  # likewise
 
     def for_plugin(self, plugin_name: str, *, legacy_table: bool = True) -> FrameworkHandle:
@@ -175,15 +180,27 @@ class FrameworkHandle:
             activator=self._activator,
             plugin_name=plugin_name,
             legacy_table=legacy_table,
+            leader=self._leader,
         )
         copy._framework = self._framework
         copy._nominator = self._nominator
         copy._metrics = self._metrics
+        copy._gates = self._gates
         copy._executors = self._executors
         return copy
 
     def set_framework(self, framework: FrameworkRunner) -> None:
         self._framework[:] = [framework]
+
+    def set_feature_gates(self, gates: FeatureGates) -> None:
+        """The effective gates plugins read (set before they are constructed)."""
+        self._gates[:] = [gates]
+
+    @property
+    def feature_gates(self) -> Mapping[str, bool]:
+        if not self._gates:
+            self._gates.append(FeatureGates(KUBE_FEATURE_GATES, {}))
+        return self._gates[0]
 
     def set_nominator(self, nominator: Nominator | None) -> None:
         """Where :meth:`nominated_pods` reads from (the daemon's scheduling queue)."""
@@ -276,6 +293,9 @@ class FrameworkHandle:
 
     def store(self, group: str, version: str, plural: str) -> ObjectStore:
         return self._store_provider(group, version, plural)
+
+    def is_leader(self) -> bool:
+        return self._leader() if self._leader is not None else True
 
     def activate_pods(self, pods: Sequence[Pod]) -> None:
         if self._activator is not None:

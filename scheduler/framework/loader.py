@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata as md
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ from scheduler.api.version import PLUGIN_API_VERSION, is_compatible, parse_api_v
 from scheduler.config.points import ExtensionPoint
 from scheduler.errors import UserError
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
+from scheduler.model.featuregates import ALL_ALPHA, ALL_BETA, FeatureSpec
+from scheduler.model.kubegates import KUBE_FEATURE_GATES
 
 ENTRY_POINT_GROUP = "scheduler.plugins"
 
@@ -41,6 +43,33 @@ class PluginLoadError(UserError):
         self.plugin = entry.name
         self.distribution = entry.distribution
         self.cause = cause
+
+
+def _gate_declaration_problem(plugin_class: type) -> str | None:
+    """What is wrong with a plugin's ``feature_gates`` / ``gated_by`` declaration, if anything."""
+    declared = getattr(plugin_class, "feature_gates", None) or {}
+    if not isinstance(declared, Mapping):
+        return f"feature_gates must map gate names to FeatureSpec, got {type(declared).__name__}"
+    for gate, spec in declared.items():
+        if not isinstance(gate, str) or not gate:
+            return f"feature_gates: gate names must be non-empty strings, got {gate!r}"
+        if not isinstance(spec, FeatureSpec):
+            return f"feature_gates[{gate!r}] must be a FeatureSpec, got {type(spec).__name__}"
+        if gate in KUBE_FEATURE_GATES or gate in (ALL_ALPHA, ALL_BETA):
+            return (
+                f"feature_gates declares {gate!r}, which is already a kube feature gate; "
+                f"use gated_by = {gate!r} to depend on it"
+            )
+    gated_by = getattr(plugin_class, "gated_by", None)
+    if gated_by is not None and (
+        not isinstance(gated_by, str)
+        or (gated_by not in KUBE_FEATURE_GATES and gated_by not in declared)
+    ):
+        return (
+            f"gated_by must name a kube feature gate or one the plugin declares in "
+            f"feature_gates, got {gated_by!r}"
+        )
+    return None
 
 
 @dataclass
@@ -81,6 +110,16 @@ class LoadedPlugin:
     def default_priority(self) -> int:
         priority = getattr(self.plugin_class, "priority", 0)
         return priority if isinstance(priority, int) else 0
+
+    @property
+    def gated_by(self) -> str | None:
+        gate = getattr(self.plugin_class, "gated_by", None)
+        return gate if isinstance(gate, str) else None
+
+    @property
+    def declared_feature_gates(self) -> Mapping[str, FeatureSpec]:
+        gates = getattr(self.plugin_class, "feature_gates", None)
+        return gates if isinstance(gates, Mapping) else {}
 
 
 @dataclass
@@ -153,6 +192,12 @@ class PluginCatalog:
     def default_priority(self, name: str) -> int:
         return self.load(name).default_priority
 
+    def gated_by(self, name: str) -> str | None:
+        return self.load(name).gated_by
+
+    def declared_feature_gates(self, name: str) -> Mapping[str, FeatureSpec]:
+        return self.load(name).declared_feature_gates
+
     # -- loading ---------------------------------------------------------------
 
     def entry(self, name: str) -> PluginEntry:
@@ -213,6 +258,9 @@ class PluginCatalog:
                 f"written for plugin API {declared}, incompatible with this framework's "
                 f"plugin API {PLUGIN_API_VERSION}",
             )
+        gate_problem = _gate_declaration_problem(plugin_class)
+        if gate_problem is not None:
+            raise PluginLoadError(entry, gate_problem)
         manager = SchedulerPluginManager()
         try:
             manager.register(plugin_class, name=entry.name)

@@ -34,11 +34,17 @@ from scheduler.config.points import ExtensionPoint
 
 # Which configured extension point each hook belongs to. The PreFilter
 # extensions, NormalizeScore and Unreserve belong to their parent point, as in
-# kube-scheduler; events_to_register is not a point (it is asked once).
+# kube-scheduler, and the transformers (API 2.1) to the point they run before
+# (a plugin's ``before_filter`` runs when it is enabled at Filter);
+# events_to_register is not a point (it is asked once).
 HOOK_POINTS: dict[str, ExtensionPoint] = {
     "pre_enqueue": ExtensionPoint.PRE_ENQUEUE,
     "queue_sort_key": ExtensionPoint.QUEUE_SORT,
+    "before_pre_filter": ExtensionPoint.PRE_FILTER,
+    "after_pre_filter": ExtensionPoint.PRE_FILTER,
     "pre_filter": ExtensionPoint.PRE_FILTER,
+    "before_filter": ExtensionPoint.FILTER,
+    "before_score": ExtensionPoint.SCORE,
     "pre_filter_add_pod": ExtensionPoint.PRE_FILTER,
     "pre_filter_remove_pod": ExtensionPoint.PRE_FILTER,
     "filter": ExtensionPoint.FILTER,

@@ -71,6 +71,7 @@ def build_profile(
     args are unchanged keep their instance. The result is not active yet.
     """
     manager = SchedulerPluginManager()
+    handle.set_feature_gates(resolved.feature_gates)
     for name in resolved.enabled_plugins:
         loaded = catalog.load(name)
         args = resolved.plugin_args.get(name)

@@ -35,22 +35,28 @@ from scheduler.api.results import (
     Rejection,
 )
 from scheduler.api.status import Code, Status
-from scheduler.api.views import Node, Pod
+from scheduler.api.transform import NodeAdjustment
+from scheduler.api.views import Node, Nodes, Pod
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
 from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
+from scheduler.framework.overlay import Overlay
 from scheduler.framework.pluginmanager import HOOK_POINTS, SchedulerPluginManager
 from scheduler.observability.logging import get_logger
 from scheduler.state.nodetable import NodeInfo, NodeSet, node_info_of
 from scheduler.state.pod import PodInfo, QueuedPodInfo
+from scheduler.state.views import NodesView
 
 ScoreArray = npt.NDArray[np.int64]
 _INT64 = np.dtype(np.int64)
 _now = time.perf_counter
 _SUCCESS = Status.success()
 PREFILTER_NARROWING_KEY = "framework/prefilter-narrowing"
+FILTER_OVERLAY_KEY = "framework/filter-overlay"
+"""CycleState key of the :class:`~.overlay.Overlay` the ``before_filter`` transformers
+asked for (absent: none); every Filter run of the attempt applies it."""
 IGNORED_KEY = "framework/ignored-failures"
 """CycleState key of the :class:`IgnoredFailure` list of the attempt (absent: none)."""
 
@@ -60,7 +66,11 @@ log = get_logger("scheduler.framework")
 HOOK_LABELS: Final[dict[str, str]] = {
     "pre_enqueue": "PreEnqueue",
     "queue_sort_key": "QueueSort",
+    "before_pre_filter": "PreFilter",
+    "after_pre_filter": "PreFilter",
     "pre_filter": "PreFilter",
+    "before_filter": "Filter",
+    "before_score": "Score",
     "pre_filter_add_pod": "PreFilter",
     "pre_filter_remove_pod": "PreFilter",
     "filter": "Filter",
@@ -106,6 +116,10 @@ def kube_wrapped(call: PluginCall, status: Status) -> Status:
 IGNORABLE_HOOKS: Final = frozenset(
     {
         "pre_enqueue",
+        "before_pre_filter",
+        "after_pre_filter",
+        "before_filter",
+        "before_score",
         "pre_filter",
         "pre_filter_add_pod",
         "pre_filter_remove_pod",
@@ -365,6 +379,10 @@ class Framework:
 
         self.pre_enqueue_calls = calls(ExtensionPoint.PRE_ENQUEUE, "pre_enqueue")
         self.queue_sort_calls = calls(ExtensionPoint.QUEUE_SORT, "queue_sort_key")
+        self.before_pre_filter_calls = calls(ExtensionPoint.PRE_FILTER, "before_pre_filter")
+        self.after_pre_filter_calls = calls(ExtensionPoint.PRE_FILTER, "after_pre_filter")
+        self.before_filter_calls = calls(ExtensionPoint.FILTER, "before_filter")
+        self.before_score_calls = calls(ExtensionPoint.SCORE, "before_score")
         self.pre_filter_calls = calls(ExtensionPoint.PRE_FILTER, "pre_filter")
         self.add_pod_calls = calls(ExtensionPoint.PRE_FILTER, "pre_filter_add_pod")
         self.remove_pod_calls = calls(ExtensionPoint.PRE_FILTER, "pre_filter_remove_pod")
@@ -765,6 +783,145 @@ class Framework:
             out[name] = events
         return out
 
+    # -- transformers (API 2.1) -----------------------------------------------------
+
+    def _transformed(self, call: PluginCall, pod: PodInfo, got: Any, expected: str) -> Status:
+        """A transformer's Status (Skip counts as success); anything else is garbage."""
+        if isinstance(got, Status):
+            status = self._status(call, pod, got)
+            return _SUCCESS if status.is_skip() else status
+        raise self._garbage(call, pod, got, expected)
+
+    def run_before_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: NodeSet
+    ) -> tuple[PodInfo, Status]:
+        """The pod this cycle's PreFilter .. Score see, and the first failure.
+
+        Each transformer gets the pod the previous one returned. An ignored
+        failure keeps the pod as it was before that plugin.
+        """
+        current = pod
+        sampled = state.record_plugin_metrics
+        for call in self.before_pre_filter_calls:
+            try:
+                got = self._invoke(call, (state, current, nodes), pod, sampled)
+                if got is None:
+                    continue
+                if isinstance(got, PodInfo):
+                    if got.uid != pod.uid or got.key != pod.key:
+                        raise self._garbage(
+                            call, pod, got, f"pod {pod.key} (same namespace, name and uid)"
+                        )
+                    current = got
+                    continue
+                status = self._transformed(call, pod, got, "a Pod, Status or None")
+            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue
+                return current, failure.status
+            if not status.is_success():
+                return current, status
+        return current, _SUCCESS
+
+    def run_after_pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status:
+        """Run the ``after_pre_filter`` transformers; the first failure stops them."""
+        sampled = state.record_plugin_metrics
+        for call in self.after_pre_filter_calls:
+            try:
+                got = self._invoke(call, (state, pod, nodes), pod, sampled)
+                if got is None:
+                    continue
+                status = self._transformed(call, pod, got, "Status or None")
+            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue
+                return failure.status
+            if not status.is_success():
+                return status
+        return _SUCCESS
+
+    def _adjustments(
+        self, calls: list[PluginCall], state: CycleState, pod: PodInfo, nodes: NodeSet
+    ) -> tuple[Overlay | None, Status]:
+        """The overlay the transformers at ``calls`` ask for over ``nodes`` (None: no change)."""
+        adjustments: list[NodeAdjustment] = []
+        sampled = state.record_plugin_metrics
+        for call in calls:
+            try:
+                got = self._invoke(call, (state, pod, nodes), pod, sampled)
+                if got is None:
+                    continue
+                if isinstance(got, NodeAdjustment):
+                    if got:
+                        try:
+                            Overlay.of(nodes, [got])
+                        except ValueError as err:
+                            raise self._garbage(call, pod, got, str(err)) from err
+                        adjustments.append(got)
+                    continue
+                status = self._transformed(call, pod, got, "a NodeAdjustment, Status or None")
+            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue
+                return None, failure.status
+            if not status.is_success():
+                return None, status
+        if not adjustments:
+            return None, _SUCCESS
+        return Overlay.of(nodes, adjustments), _SUCCESS
+
+    def run_before_filter(self, state: CycleState, pod: PodInfo, nodes: NodeSet) -> Status:
+        """Ask the ``before_filter`` transformers once; their overlay goes into ``state``.
+
+        Every later :meth:`run_filter` of this attempt (on the live table or a
+        what-if copy, e.g. preemption's) applies it.
+        """
+        if not self.before_filter_calls:
+            return _SUCCESS
+        overlay, status = self._adjustments(self.before_filter_calls, state, pod, nodes)
+        if overlay is None:
+            state.delete(FILTER_OVERLAY_KEY)
+        else:
+            state.write(FILTER_OVERLAY_KEY, overlay)
+        return status
+
+    def run_before_score(
+        self, state: CycleState, pod: PodInfo, nodes: NodeSet
+    ) -> tuple[NodeSet, bool, Status]:
+        """The feasible nodes as PreScore and Score see them, whether adjusted, and the status."""
+        if not self.before_score_calls:
+            return nodes, False, _SUCCESS
+        overlay, status = self._adjustments(self.before_score_calls, state, pod, nodes)
+        if overlay is None:
+            return nodes, False, status
+        return overlay.apply(nodes), True, status
+
+    def pod_from_object(self, raw: Mapping[str, Any]) -> Pod:
+        """Parse a pod object for a plugin (API 2.1; see FrameworkRunner)."""
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"a pod object must be a mapping, got {_describe(raw)}")
+        return PodInfo.from_dict(dict(raw))
+
+    def find_node(self, pod: Pod, nodes: Nodes) -> tuple[str | None, Status]:
+        """Where ``pod``, which is not in the queue, would go (API 2.1; see FrameworkRunner)."""
+        from scheduler.framework.cycle import Algorithm  # the cycle is built on this module
+
+        info = cast(PodInfo, pod)
+        if not isinstance(info, PodInfo):
+            raise TypeError(f"find_node needs a pod from pod_from_object, got {_describe(pod)}")
+        given: object = nodes
+        if isinstance(given, NodesView):
+            node_set = given.node_set
+        elif isinstance(given, NodeSet):  # a 1.x plugin's, or the framework's own
+            node_set = given
+        else:
+            raise TypeError(f"find_node needs handle.nodes(), got {_describe(nodes)}")
+        result = Algorithm(self).schedule(self.new_cycle_state(), info, node_set.table)
+        return result.node, result.status
+
     # -- scheduling cycle ---------------------------------------------------------
 
     def run_pre_filter(
@@ -827,6 +984,12 @@ class Framework:
         start = time.perf_counter()
         if diagnosis is None:
             diagnosis = Diagnosis(names=nodes.table.names, total_nodes=len(nodes.table))
+        table = nodes.table
+        overlay: Overlay | None = (
+            state.get(FILTER_OVERLAY_KEY) if self.before_filter_calls else None
+        )
+        if overlay is not None:
+            nodes = overlay.apply(nodes)
         candidates = nodes
         sampled = state.record_plugin_metrics
         for call in self.filter_calls:
@@ -892,9 +1055,13 @@ class Framework:
                     self._ignored(state, call, pod, failure)
                     continue
                 self.recorder.point_duration("Filter", Code.ERROR, time.perf_counter() - start)
+                if overlay is not None:
+                    candidates = NodeSet(table, candidates.rows)
                 return FilterOutcome(candidates, diagnosis, failure.status)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
         self.recorder.point_duration("Filter", Code.SUCCESS, time.perf_counter() - start)
+        if overlay is not None:  # the caller's nodes, not the what-if copy's
+            candidates = NodeSet(table, candidates.rows)
         return FilterOutcome(candidates, diagnosis, Status.success())
 
     def filters_read_requested_only(self, state: CycleState) -> bool:

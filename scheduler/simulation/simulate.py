@@ -59,6 +59,7 @@ from scheduler.kube.client import KubeClient
 from scheduler.simulation.emulator import EmulatorServer
 from scheduler.simulation.emulator.resources import ResourceType
 from scheduler.simulation.emulator.watch import Change
+from scheduler.state.pod import InvalidPodError, PodInfo
 
 QUIET_CHECKS = 3  # consecutive idle checks before declaring the run settled
 CHECK_INTERVAL = 0.05
@@ -238,6 +239,19 @@ def _settled(daemon: Daemon, stuck: int) -> bool:
     return not daemon.cache.assumed
 
 
+def _never_tried(daemon: Daemon, obj: dict[str, Any]) -> str:
+    """Why a pod was never tried: held at PreEnqueue (a gate, a gang short of its
+    minCount), else simply not scheduled yet."""
+    try:
+        status = daemon.pre_enqueue_status(PodInfo.from_dict(obj))
+    except InvalidPodError:
+        return "not scheduled yet"
+    if status.is_success():
+        return "not scheduled yet"
+    who = f" by {status.plugin}" if status.plugin else ""
+    return f"not tried: held at PreEnqueue{who}: {status.message()}"
+
+
 async def simulate(
     objects: list[dict[str, Any]],
     config: SchedulerConfiguration,
@@ -309,8 +323,10 @@ async def simulate(
                     reason = "scheduled"
                 elif obj is None:
                     reason = "pod no longer exists"
+                elif key in daemon.io.last_failure:
+                    reason = daemon.io.last_failure[key]
                 else:
-                    reason = daemon.io.last_failure.get(key, "not scheduled yet")
+                    reason = _never_tried(daemon, obj)
                 result.placements.append(Placement(key, node, reason))
             result.evicted = [key for key in _running_pods(objects) if store.get(key) is None]
             return result

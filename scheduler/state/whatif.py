@@ -44,8 +44,7 @@ class WhatIfTable(NodeTable):
         self.requested = base.requested.copy()
         self.non_zero_requested = base.non_zero_requested.copy()
         self.generation = base.generation.copy()
-        # The base's read-only views show the base's ``requested``: a plugin reading
-        # ``nodes.requested`` here must see this copy's.
+        # The base's read-only views show the base's matrices, not these copies.
         self.read_only_arrays = None
         self.pods = list(base.pods)
         self.ports = list(base.ports)
@@ -84,6 +83,7 @@ class WhatIfTable(NodeTable):
         self.requested = np.hstack([self.requested, pad])
         self.allocatable = self.base.allocatable
         self.node_epoch = self.base.node_epoch
+        self.read_only_arrays = None  # views of the matrices just replaced
         return col
 
     # -- pods -----------------------------------------------------------------------
@@ -148,7 +148,6 @@ class WhatIfTable(NodeTable):
             width = self.base.requested.shape[1]
             if self.requested.shape[1] != width:
                 self.requested = self.base.requested.copy()
-                self.read_only_arrays = None
             else:
                 self.requested[rows] = self.base.requested[rows]
             self.non_zero_requested[rows] = self.base.non_zero_requested[rows]

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from scheduler.api.args import coerce_args
 from scheduler.api.cyclestate import CycleState
-from scheduler.api.handle import ApiClient, Handle
+from scheduler.api.handle import ApiClient, FrameworkRunner, Handle
 from scheduler.api.hookspecs import SchedulerHookSpecs
 from scheduler.api.results import Diagnosis, FilterResult, PostFilterResult
 from scheduler.api.status import Status
@@ -37,9 +37,11 @@ from scheduler.config.points import ExtensionPoint
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import LoadedPlugin, PluginCatalog
-from scheduler.framework.pluginmanager import POINT_HOOKS, SchedulerPluginManager
+from scheduler.framework.pluginmanager import HOOK_POINTS, POINT_HOOKS, SchedulerPluginManager
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting import WaitingPodEntry
+from scheduler.model.featuregates import effective_gates
+from scheduler.model.kubegates import KUBE_FEATURE_GATE_DEPENDENCIES, KUBE_FEATURE_GATES
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
@@ -123,14 +125,18 @@ class PluginTestKit:
         *,
         profile: str = "default-scheduler",
         client: ApiClient | None = None,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         """``nodes`` and bound ``pods`` (``spec.nodeName`` set) make the cluster;
         ``objects`` fill the stores plugins read with ``handle.store(...)``;
-        ``client`` answers API calls (e.g. a :class:`RecordingClient`)."""
+        ``client`` answers API calls (e.g. a :class:`RecordingClient`);
+        ``feature_gates`` are what ``handle.feature_gates`` shows (kube's gates
+        at their defaults, with these set)."""
         self._table = NodeTable()
         self._handle = FrameworkHandle(
             profile, self._table, client=client, store_provider=StaticStores(list(objects))
         )
+        self._requested_gates = dict(feature_gates or {})
         self._frameworks: dict[int, Framework] = {}
         for node in nodes:
             self.add_node(node)
@@ -198,8 +204,42 @@ class PluginTestKit:
             args = coerce_args(model, args)
         name = str(getattr(plugin_class, "name", "") or plugin_class.__name__)
         version = str(getattr(plugin_class, "api_version", "1.0"))
+        declared = getattr(plugin_class, "feature_gates", None) or {}
+        gates, errors = effective_gates(
+            {**KUBE_FEATURE_GATES, **declared},
+            self._requested_gates,
+            KUBE_FEATURE_GATE_DEPENDENCIES,
+        )
+        if errors:
+            raise ValueError("; ".join(str(e) for e in errors))
+        self._handle.set_feature_gates(gates)
         handle = self._handle.for_plugin(name, legacy_table=not uses_views(version))
         return plugin_class(args, handle)  # type: ignore[call-arg]
+
+    def profile(self, *plugins: object) -> FrameworkRunner:
+        """Run ``plugins`` (built with :meth:`build`) as one profile: ``handle.framework``.
+
+        Each plugin sits at every extension point one of its hooks belongs
+        to, in the order given, weight 1. What ``find_node`` on it decides is
+        what a scheduling cycle with only these plugins would decide.
+        """
+        manager = SchedulerPluginManager()
+        names = []
+        for plugin in plugins:
+            name = str(getattr(plugin, "name", "") or type(plugin).__name__)
+            manager.register(plugin, name=name)
+            names.append((name, manager.hooks_of(plugin)))
+        order = {
+            point: [
+                (name, 1)
+                for name, hooks in names
+                if any(HOOK_POINTS.get(h) is point for h in hooks)
+            ]
+            for point in set(HOOK_POINTS.values())
+        }
+        framework = Framework(self._handle.profile_name, manager, order)
+        self._handle.set_framework(framework)
+        return framework
 
     def call(
         self,

@@ -69,7 +69,9 @@ __all__ = [
     "ADMIN",
     "DEFAULT_USERS",
     "DRA_CONTROLLERS",
+    "FEATURE_GATES",
     "KUBE_SCHEDULER",
+    "RUNTIME_CONFIG",
     "SCHEDULER_SERVICE_ACCOUNT",
     "UNPRIVILEGED",
     "VOLUME_CONTROLLERS",
@@ -98,6 +100,14 @@ KUBERNETES_MODULE_DIR: Final = TOOLS_DIR / "kubernetes"
 ETCD_MODULE_DIR: Final = TOOLS_DIR / "etcd"
 
 KUBE_APISERVER: Final = "kube-apiserver"
+
+#: The feature gates the test control plane runs with, on kube-apiserver and on
+#: kube-scheduler alike: kube 1.36's native Workload API (Workload, PodGroup and
+#: pods' ``spec.schedulingGroup``, behind GenericWorkload) and the
+#: GangScheduling plugin that schedules it.
+FEATURE_GATES: Final = "GenericWorkload=true,GangScheduling=true"
+#: The alpha API those gates serve (alpha groups are off unless asked for).
+RUNTIME_CONFIG: Final = "scheduling.k8s.io/v1alpha2=true"
 KUBE_SCHEDULER_BINARY: Final = "kube-scheduler"
 KUBE_CONTROLLER_MANAGER: Final = "kube-controller-manager"
 ETCD: Final = "etcd"
@@ -848,6 +858,8 @@ def _start_apiserver(
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
                 f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
+                f"--feature-gates={FEATURE_GATES}",
+                f"--runtime-config={RUNTIME_CONFIG}",
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--v=1",
@@ -1092,6 +1104,9 @@ def run_kube_scheduler(
                 f"--secure-port={port}",
                 f"--cert-dir={workdir / 'certs'}",
                 f"--v={verbosity}",
+                # The control plane's gates; a --feature-gates in extra_args adds
+                # to them (kube merges repeated --feature-gates flags).
+                f"--feature-gates={FEATURE_GATES}",
                 *extra_args,
             ],
             log_path,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scheduler.config import ExtensionPoint
 from scheduler.errors import UserError
+from scheduler.model.featuregates import FeatureSpec
 
 P = ExtensionPoint
 
@@ -70,6 +71,8 @@ class FakePlugin:
     points: frozenset[ExtensionPoint]
     args: type[BaseModel] | None = None
     priority: int = 0
+    gated_by: str | None = None
+    feature_gates: Mapping[str, FeatureSpec] = field(default_factory=dict)
 
 
 def _p(
@@ -137,3 +140,9 @@ class FakeCatalog:
 
     def default_priority(self, name: str) -> int:
         return self._get(name).priority
+
+    def gated_by(self, name: str) -> str | None:
+        return self._get(name).gated_by
+
+    def declared_feature_gates(self, name: str) -> Mapping[str, FeatureSpec]:
+        return self._get(name).feature_gates

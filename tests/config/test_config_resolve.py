@@ -452,14 +452,15 @@ def test_disabling_every_kube_136_plugin_is_accepted(key: str) -> None:
 def test_default_multi_point_is_kube_136s_order() -> None:
     from scheduler.config import DEFAULT_MULTI_POINT
 
-    assert [(p.name, p.weight) for p in DEFAULT_MULTI_POINT][-7:] == [
-        ("InterPodAffinity", 2),
-        ("DynamicResources", 2),
-        ("DefaultPreemption", None),
-        ("NodeResourcesBalancedAllocation", 1),
-        ("ImageLocality", 1),
-        ("DefaultBinder", None),
-        ("NodeDeclaredFeatures", None),
+    assert [(p.name, p.weight, p.gate) for p in DEFAULT_MULTI_POINT][-8:] == [
+        ("InterPodAffinity", 2, None),
+        ("DynamicResources", 2, None),
+        ("DefaultPreemption", None, None),
+        ("NodeResourcesBalancedAllocation", 1, None),
+        ("ImageLocality", 1, None),
+        ("DefaultBinder", None, None),
+        ("NodeDeclaredFeatures", None, "NodeDeclaredFeatures"),
+        ("GangScheduling", None, "GangScheduling"),
     ]
 
 

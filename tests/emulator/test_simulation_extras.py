@@ -182,6 +182,10 @@ async def test_builtin_scheduler_plugin_crds(
         "scheduling.x-k8s.io", "v1alpha1", "default", "elasticquotas"
     )
     assert quotas["kind"] == "ElasticQuotaList"
+    reservations = await custom.list_cluster_custom_object(
+        "scheduling.koordinator.sh", "v1alpha1", "reservations"
+    )
+    assert reservations["kind"] == "ReservationList"
     metrics = {
         "apiVersion": "metrics.k8s.io/v1beta1",
         "kind": "NodeMetrics",

@@ -154,8 +154,8 @@ def test_the_framework_hands_each_version_what_it_promises(
 
 
 def test_version_rule_serves_1x_through_the_compatibility_layer() -> None:
-    assert PLUGIN_API_VERSION == "2.1"
-    assert is_compatible("2.0") and is_compatible("2.1") and not is_compatible("2.2")
+    assert PLUGIN_API_VERSION == "2.2"
+    assert is_compatible("2.0") and is_compatible("2.2") and not is_compatible("2.3")
     assert all(is_compatible(f"1.{minor}") for minor in range(LEGACY_MAJORS[1] + 1))
     assert not is_compatible("1.4")  # 1.x ended at 1.3
     assert not is_compatible("0.9") and not is_compatible("3.0")
@@ -197,7 +197,7 @@ def test_public_api_exports_what_authors_need_and_no_internals() -> None:
     exported = set(api.__all__)
     assert {"CPU", "MEMORY", "EPHEMERAL_STORAGE", "PODS", "PluginArgs", "Nodes", "Pod"} <= exported
     assert not exported & {"HOOK_NAMES", "QueuedPodInfo", "NodeTable", "NodeSet", "PodInfo"}
-    assert len(exported) <= 45
+    assert len(exported) <= 47  # 2.1: NodeAdjustment; 2.2: FeatureSpec
 
 
 def test_the_kit_calls_hooks_like_the_framework() -> None:

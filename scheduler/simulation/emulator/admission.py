@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler.simulation.emulator import statuserrors
+from scheduler.simulation.emulator import statuserrors, workloads
 
 if TYPE_CHECKING:
     from scheduler.simulation.emulator.resources import ResourceType
@@ -68,6 +68,8 @@ def admit_create(store: Store, rt: ResourceType, obj: Obj) -> None:
         _admit_pod(store, obj)
     elif rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass":
         _admit_priority_class(store, obj, None)
+    elif rt.group == "scheduling.k8s.io" and rt.kind == "PodGroup":
+        workloads.admit_pod_group(obj)
 
 
 def admit_update(store: Store, rt: ResourceType, old: Obj, new: Obj) -> None:

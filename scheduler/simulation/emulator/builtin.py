@@ -243,6 +243,25 @@ def builtin_types() -> list[ResourceType]:
             short_names=("pc",),
             create_keeps_status=True,
         ),
+        # kube 1.36's Workload API (GenericWorkload): what GangScheduling reads.
+        ResourceType(
+            "scheduling.k8s.io",
+            "v1alpha2",
+            "workloads",
+            "Workload",
+            True,
+            singular="workload",
+            create_keeps_status=True,
+        ),
+        ResourceType(
+            "scheduling.k8s.io",
+            "v1alpha2",
+            "podgroups",
+            "PodGroup",
+            True,
+            singular="podgroup",
+            subresources=status,
+        ),
         _cluster("storage.k8s.io", "volumeattachments", "VolumeAttachment", subresources=status),
         _cluster("storage.k8s.io", "volumeattributesclasses", "VolumeAttributesClass", ("vac",)),
         # Dynamic resource allocation: kube-scheduler >= 1.34 waits on these informers.

@@ -200,6 +200,8 @@ def _crd(
 BUILTIN_CRDS: list[Obj] = [
     _crd("scheduling.x-k8s.io", "podgroups", "PodGroup", ["pg", "pgs"], "v1alpha1"),
     _crd("scheduling.x-k8s.io", "elasticquotas", "ElasticQuota", ["eq", "eqs"], "v1alpha1"),
+    # Koordinator's (scheduler-plugin-reservation): cluster-scoped, no short names.
+    _crd("scheduling.koordinator.sh", "reservations", "Reservation", [], "v1alpha1", "Cluster"),
 ]
 
 

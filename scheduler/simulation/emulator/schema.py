@@ -220,6 +220,7 @@ POD_SPEC = struct(
     setHostnameAsFQDN=BOOL,
     hostUsers=BOOL,
     schedulingGates=list_of(struct("v1.PodSchedulingGate", name=STR)),
+    schedulingGroup=struct("v1.PodSchedulingGroup", podGroupName=STR),
     resources=RESOURCES,
     resourceClaims=list_of(
         struct(
@@ -635,7 +636,54 @@ RESOURCE_CLAIM_TEMPLATE = struct(
     spec=struct("v1.ResourceClaimTemplateSpec", metadata=OBJECT_META, spec=_CLAIM_SPEC),
 )
 
+_SCHEDULING_POLICY = struct(
+    "v1alpha2.PodGroupSchedulingPolicy",
+    basic=struct("v1alpha2.BasicSchedulingPolicy"),
+    gang=struct("v1alpha2.GangSchedulingPolicy", minCount=INT32),
+)
+WORKLOAD = struct(
+    "v1alpha2.Workload",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1alpha2.WorkloadSpec",
+        controllerRef=struct(
+            "v1alpha2.TypedLocalObjectReference", apiGroup=STR, kind=STR, name=STR
+        ),
+        podGroupTemplates=list_of(
+            struct(
+                "v1alpha2.PodGroupTemplate",
+                name=STR,
+                schedulingPolicy=_SCHEDULING_POLICY,
+                priorityClassName=STR,
+                priority=INT32,
+                disruptionMode=STR,
+            )
+        ),
+    ),
+)
+POD_GROUP = struct(
+    "v1alpha2.PodGroup",
+    metadata=OBJECT_META,
+    spec=struct(
+        "v1alpha2.PodGroupSpec",
+        podGroupTemplateRef=struct(
+            "v1alpha2.PodGroupTemplateReference",
+            workload=struct(
+                "v1alpha2.WorkloadPodGroupTemplateReference",
+                workloadName=STR,
+                podGroupTemplateName=STR,
+            ),
+        ),
+        schedulingPolicy=_SCHEDULING_POLICY,
+        priorityClassName=STR,
+        priority=INT32,
+        disruptionMode=STR,
+    ),
+)
+
 _SCHEMAS: dict[tuple[str, str], Type] = {
+    ("scheduling.k8s.io", "Workload"): WORKLOAD,
+    ("scheduling.k8s.io", "PodGroup"): POD_GROUP,
     ("", "Pod"): POD,
     ("", "Node"): NODE,
     ("", "Namespace"): NAMESPACE,

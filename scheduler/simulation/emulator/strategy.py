@@ -25,6 +25,7 @@ from scheduler.simulation.emulator import (
     quantity,
     statuserrors,
     validation,
+    workloads,
 )
 from scheduler.simulation.emulator.resources import ResourceType
 
@@ -221,9 +222,14 @@ def _kind_causes(rt: ResourceType, obj: Obj) -> list[validation.Cause]:
     kind = rt.kind if not rt.group else f"{rt.group}/{rt.kind}"
     if kind == "Pod":
         spec = obj.get("spec")
-        return validation.pod_spec(spec if isinstance(spec, dict) else {})
+        spec = spec if isinstance(spec, dict) else {}
+        return validation.pod_spec(spec) + workloads.pod_scheduling_group(spec)
     if kind == "Node":
         return validation.node(obj)
+    if kind == "scheduling.k8s.io/Workload":
+        return workloads.workload(obj)
+    if kind == "scheduling.k8s.io/PodGroup":
+        return workloads.pod_group(obj)
     if kind == "scheduling.k8s.io/PriorityClass":
         return validation.priority_class(obj)
     if kind == "policy/PodDisruptionBudget":
@@ -326,6 +332,10 @@ def prepare_for_create(
             obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     elif rt.group == "scheduling.k8s.io" and rt.kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif rt.group == workloads.GROUP and rt.kind == "Workload":
+        workloads.prepare_workload(obj)
+    elif rt.group == workloads.GROUP and rt.kind == "PodGroup":
+        workloads.prepare_pod_group(obj)
     elif kind in ("PersistentVolume", "PersistentVolumeClaim"):
         # Both start Pending; the PV controller moves them on.
         status = obj.setdefault("status", {})
@@ -373,12 +383,17 @@ def validate_update(rt: ResourceType, old: Obj, new: Obj, subresource: str) -> N
             causes += podclaims.pod_claim_status_causes(new)
         else:
             spec = new.get("spec")
-            causes += validation.pod_spec(spec if isinstance(spec, dict) else {})
+            spec = spec if isinstance(spec, dict) else {}
+            causes += validation.pod_spec(spec) + workloads.pod_scheduling_group(spec)
             causes += podclaims.pod_claim_causes(new)
     elif kind == "Node":
         causes += validation.node(new)
     elif kind == "scheduling.k8s.io/PriorityClass":
         causes += validation.priority_class_update(old, new)
+    elif kind == "scheduling.k8s.io/Workload":
+        causes += workloads.workload(new, old)
+    elif kind == "scheduling.k8s.io/PodGroup":
+        causes += workloads.pod_group(new, old)
     elif kind == "policy/PodDisruptionBudget" and subresource != "status":
         causes += validation.pod_disruption_budget(new)
     elif kind == "coordination.k8s.io/Lease":
@@ -418,6 +433,10 @@ def check_update(rt: ResourceType, old: Obj, new: Obj) -> None:
     # An update body is defaulted on decoding like a create body.
     _default_storage(rt, new)
     _default_resource(rt, new, old)
+    if rt.group == workloads.GROUP and rt.kind == "Workload":
+        workloads.prepare_workload(new)
+    elif rt.group == workloads.GROUP and rt.kind == "PodGroup":
+        workloads.prepare_pod_group(new, old)
     if rt.group or rt.kind != "Pod":
         return
     old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})

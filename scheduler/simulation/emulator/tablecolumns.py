@@ -452,6 +452,25 @@ RESOURCE_CLAIM_TEMPLATE_COLUMNS: list[Column] = [
     _NAME,
     _AGE,
 ]
+WORKLOAD_COLUMNS: list[Column] = [
+    _NAME,
+    _AGE,
+]
+POD_GROUP_COLUMNS: list[Column] = [
+    _NAME,
+    (
+        "Policy",
+        "string",
+        "",
+        "SchedulingPolicy defines the scheduling policy for this instance of the PodGroup. "
+        "Controllers are expected to fill this field by copying it from a PodGroupTemplate. "
+        "This field is immutable.",
+        0,
+    ),
+    ("Workload", "string", "", "Name of the referenced Workload object", 0),
+    ("Status", "string", "", "Status of the PodGroup", 0),
+    _AGE,
+]
 RESOURCE_SLICE_COLUMNS: list[Column] = [
     _NAME,
     (

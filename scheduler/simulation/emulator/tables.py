@@ -40,6 +40,7 @@ from scheduler.simulation.emulator.tablecolumns import (
     NODE_COLUMNS,
     PDB_COLUMNS,
     POD_COLUMNS,
+    POD_GROUP_COLUMNS,
     PRIORITY_CLASS_COLUMNS,
     PV_COLUMNS,
     PVC_COLUMNS,
@@ -53,6 +54,7 @@ from scheduler.simulation.emulator.tablecolumns import (
     STORAGE_CLASS_COLUMNS,
     VOLUME_ATTACHMENT_COLUMNS,
     VOLUME_ATTRIBUTES_CLASS_COLUMNS,
+    WORKLOAD_COLUMNS,
     Column,
 )
 
@@ -413,6 +415,25 @@ def _print_priority_class(pc: Obj) -> list[Any]:
     ]
 
 
+def _print_pod_group(group: Obj) -> list[Any]:
+    """printPodGroup: the policy, the Workload, and a status from the conditions."""
+    spec = group.get("spec") or {}
+    policy = "Gang" if (spec.get("schedulingPolicy") or {}).get("gang") is not None else "Basic"
+    conditions = {
+        c.get("type"): c for c in (group.get("status") or {}).get("conditions") or [] if c
+    }
+    status = "Pending"
+    scheduled = conditions.get("PodGroupScheduled")
+    if scheduled is not None:
+        status = "Scheduled" if scheduled.get("status") == "True" else "Unschedulable"
+    disruption = conditions.get("DisruptionTarget")
+    if disruption is not None:
+        status = disruption.get("reason") or ""
+    ref = (spec.get("podGroupTemplateRef") or {}).get("workload") or {}
+    workload = ref.get("workloadName") or "<none>"
+    return [_name(group), policy, workload, status, _age(group)]
+
+
 def _print_pdb(pdb: Obj) -> list[Any]:
     spec = pdb.get("spec") or {}
     least, most = spec.get("minAvailable"), spec.get("maxUnavailable")
@@ -735,6 +756,8 @@ _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "configmaps"): (CONFIGMAP_COLUMNS, _print_configmap),
     ("coordination.k8s.io", "leases"): (LEASE_COLUMNS, _print_lease),
     ("scheduling.k8s.io", "priorityclasses"): (PRIORITY_CLASS_COLUMNS, _print_priority_class),
+    ("scheduling.k8s.io", "workloads"): (WORKLOAD_COLUMNS, _print_name_age),
+    ("scheduling.k8s.io", "podgroups"): (POD_GROUP_COLUMNS, _print_pod_group),
     ("policy", "poddisruptionbudgets"): (PDB_COLUMNS, _print_pdb),
     ("", "persistentvolumes"): (PV_COLUMNS, _print_pv),
     ("", "persistentvolumeclaims"): (PVC_COLUMNS, _print_pvc),
