@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "emulator": "emulator",
     "plugins-affinity": "plugins_affinity",
     "daemon": "daemon",
+    "whatif": "whatif",
 }
 
 

@@ -8,7 +8,7 @@ import os
 import socket
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler.cli.common import (
     add_config_option,
@@ -32,6 +32,8 @@ async def run_daemon(
     serving: Serving | None = None,
     *,
     serve: bool = True,
+    record: Path | None = None,
+    record_max_bytes: int = 0,
 ) -> int:
     """Run the daemon; ``serving`` says how health and metrics are served.
 
@@ -101,9 +103,26 @@ async def run_daemon(
             config_path=config_path,
             rediscover=PluginCatalog.discover,  # distributions installed since start-up too
         )
+        if record is not None:
+            daemon.scheduler.recorder = _recorder(record, record_max_bytes, config_path)
         return await daemon.run()
     finally:
         await client.close()
+
+
+def _recorder(path: Path, max_bytes: int, config_path: Path | None) -> Any:
+    """``--record``: the recorder, with the config document a replay loads again."""
+    from scheduler.config.loading import DEFAULT_CONFIG
+    from scheduler.config.yamlfiles import load_yaml_documents, read_text
+    from scheduler.engine.recording import DEFAULT_MAX_BYTES, DecisionRecorder
+
+    document: Any = DEFAULT_CONFIG
+    if config_path is not None:
+        documents = load_yaml_documents(read_text(config_path, "config file"), str(config_path))
+        document = documents[0] if documents else DEFAULT_CONFIG
+    if path.parent and not path.parent.is_dir():
+        raise UserError(f"--record {path}: no directory {path.parent}")
+    return DecisionRecorder(path, document, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
 
 
 def _kubeconfig_files(path: str | None) -> list[Path]:
@@ -180,7 +199,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     _check_kubeconfig_file(Path(file), f"{flag}")
     config_path = Path(args.config) if args.config else None
     return asyncio.run(
-        run_daemon(config, args.kubeconfig, config_path, serving, serve=serving is not None)
+        run_daemon(
+            config,
+            args.kubeconfig,
+            config_path,
+            serving,
+            serve=serving is not None,
+            record=Path(args.record) if args.record else None,
+            record_max_bytes=args.record_max_bytes,
+        )
     )
 
 
@@ -202,4 +229,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use")
     add_serving_options(parser)
     add_logging_options(parser)
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="record the inputs of every decision to FILE (JSON lines, rotated to FILE.1.."
+        "FILE.3); 'pluggable-scheduler replay FILE' re-runs them",
+    )
+    parser.add_argument(
+        "--record-max-bytes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="rotate the recording past N bytes (default 256 MiB)",
+    )
     parser.set_defaults(func=_cmd_run)

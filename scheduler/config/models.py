@@ -503,6 +503,15 @@ class ProfileExtensions(_ConfigModel):
         "is refused for a plugin that runs only there; Unreserve and PostBind failures "
         "never fail anything.",
     )
+    shadow_of: str | None = Field(
+        default=None,
+        description="Makes this profile a shadow of the named profile: for every pod that "
+        "profile decides, this one runs the same scheduling cycle on the same cluster "
+        "snapshot (after the primary's binding is under way) and never reserves, permits or "
+        "binds. Decisions that differ are counted in `scheduler_shadow_divergence_total` and "
+        "the last ones kept as explain-style diffs (`GET /shadow`, `pluggable-scheduler "
+        "shadow`). Pods asking for a shadow's schedulerName are not scheduled by it.",
+    )
 
 
 # --------------------------------------------------------------------------- kube sections
@@ -833,4 +842,32 @@ def semantic_problems(config: SchedulerConfiguration) -> list[str]:
             )
         else:
             first_index[name] = i
+    problems.extend(_shadow_problems(config))
+    return problems
+
+
+def _shadow_problems(config: SchedulerConfiguration) -> list[str]:
+    """``shadowOf`` must name another profile that schedules (not a shadow itself)."""
+    problems: list[str] = []
+    shadow_of = {p.scheduler_name: p.pluggable_scheduler.shadow_of for p in config.profiles}
+    for i, profile in enumerate(config.profiles):
+        primary = profile.pluggable_scheduler.shadow_of
+        if primary is None:
+            continue
+        where = f"profiles[{i}].pluggableScheduler.shadowOf"
+        if primary == profile.scheduler_name:
+            problems.append(f"{where}: a profile cannot be its own shadow")
+        elif primary not in shadow_of:
+            known = ", ".join(repr(n) for n in shadow_of)
+            problems.append(f"{where}: no profile named {primary!r} (profiles: {known})")
+        elif shadow_of[primary] is not None:
+            problems.append(
+                f"{where}: {primary!r} is itself a shadow (of {shadow_of[primary]!r}); "
+                "a shadow follows a profile that schedules"
+            )
+        elif i == 0:
+            problems.append(
+                f"{where}: the first profile cannot be a shadow (its QueueSort orders the "
+                "queue of every profile); list the shadow after its primary"
+            )
     return problems

@@ -144,6 +144,9 @@ class ResolvedProfile:
         default_factory=lambda: FeatureGates(KUBE_FEATURE_GATES, {})
     )
     """The effective feature gates (the same for every profile of a config)."""
+    shadow_of: str | None = None
+    """The profile this one shadows (``pluggableScheduler.shadowOf``): it then only
+    re-makes that profile's decisions, never its own (scheduler.engine.shadow)."""
     warnings: tuple[str, ...] = ()
     """Accepted but noteworthy config entries (field path first), e.g. args for a
     kube-scheduler plugin we do not implement; they are also logged."""
@@ -576,6 +579,7 @@ class _Resolver:
             timeouts=extensions.timeouts.apply_to(config.pluggable_scheduler.timeouts),
             failure_policy=dict(extensions.failure_policy),
             circuit_breaker=config.pluggable_scheduler.circuit_breaker,
+            shadow_of=extensions.shadow_of,
             warnings=tuple(self.warnings[warnings_before:]),
         )
 

@@ -34,6 +34,10 @@ from scheduler.daemon.adapters import LIST_ITEM_KINDS, InformerStore, KubeIO, re
 from scheduler.daemon.control import EXIT_STUCK as CONTROL_EXIT_STUCK
 from scheduler.daemon.control import HEARTBEAT_EVERY, ClientFactory, ControlThread
 from scheduler.daemon.reload import ConfigReloader, digest_of
+from scheduler.daemon.shadow_endpoint import PATH as SHADOW_PATH
+from scheduler.daemon.shadow_endpoint import ShadowEndpoint
+from scheduler.daemon.whatif_endpoint import PATH as WHATIF_PATH
+from scheduler.daemon.whatif_endpoint import WhatIfEndpoint
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.clusterevents import (
     NODE_ADD,
@@ -134,6 +138,8 @@ class Daemon:
         self.config = config
         self._control_client = control_client
         self.control: ControlThread | None = None
+        #: The scheduling loop (set by :meth:`run`): where cache readers must run.
+        self.loop: asyncio.AbstractEventLoop | None = None
         #: When the scheduling loop last ran (monotonic); the control thread reads it.
         self.heartbeat_at = time.monotonic()
         self._freeze_gc_after_sync = freeze_gc_after_sync
@@ -226,6 +232,8 @@ class Daemon:
                 checks={"informer-sync": self._synced_check},
                 serving=serving,
             )
+            self.health.add_route("POST", WHATIF_PATH, WhatIfEndpoint(self).handle)
+            self.health.add_route("GET", SHADOW_PATH, ShadowEndpoint(self.scheduler.shadows).handle)
 
     # -- plugin handle --------------------------------------------------------------
 
@@ -735,7 +743,7 @@ class Daemon:
         the lease is *not* released (a standby waits for it to expire), which
         is what a crashed or killed replica looks like to the others.
         """
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         extensions = self.config.pluggable_scheduler
         if self._control_client is not None:
             self.control = ControlThread(

@@ -196,6 +196,10 @@ class SchedulingQueue:
         entry = self._entries.get(key)
         return entry.where if entry else None
 
+    def pending_pods(self) -> list[PodInfo]:
+        """Every pod waiting to be scheduled, gated ones left out (the what-if API's default)."""
+        return [e.info.pod for e in self._entries.values() if e.where != GATED]
+
     def counts(self) -> dict[str, int]:
         """Pods per sub-queue; kept up to date incrementally (read on every change)."""
         return dict(self._counts)

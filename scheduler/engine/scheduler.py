@@ -25,6 +25,8 @@ from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
+from scheduler.engine.recording import DecisionRecorder
+from scheduler.engine.shadow import Shadows
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.extenders import schedule_with_extenders
 from scheduler.framework.profile import Profile
@@ -93,6 +95,10 @@ class Scheduler:
         self.queue = queue
         self._seed = seed
         self.metrics = metrics
+        #: Shadow profiles (``shadowOf``): re-make the primaries' decisions, never bind.
+        self.shadows = Shadows(metrics)
+        #: Writes every decision's inputs when set (``run --record``).
+        self.recorder: DecisionRecorder | None = None
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
@@ -179,6 +185,8 @@ class Scheduler:
                 await asyncio.wait(pending, timeout=5)
         if self._background:
             await asyncio.wait(list(self._background), timeout=5)
+        if self.recorder is not None:
+            self.recorder.close()
 
     def _binding_ended(self, task: asyncio.Task[None]) -> None:
         self._binding_tasks.pop(task, None)
@@ -191,10 +199,10 @@ class Scheduler:
         Called between two scheduling cycles (a cycle never awaits), so no
         pod sees half of each.
         """
-        self.profiles = dict(profiles)
+        self.profiles = self.shadows.configure(profiles, seed=self._seed, nominator=self.queue)
         self.algorithms = {
             name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
-            for name, p in profiles.items()
+            for name, p in self.profiles.items()
         }
         for profile in self.profiles.values():
             # Preemption's what-if checks count the room nominated pods hold.
@@ -314,8 +322,12 @@ class Scheduler:
         """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure."""
         pod = info.pod
         framework = profile.framework
+        if self.recorder is not None:
+            self._record(pod, result)
         node = result.node
         if node is None:
+            # Before PostFilter: nothing has changed the cluster since the decision.
+            self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
             self._handle_failure(profile, state, info, result.status, result, start)
             return
         self.cache.assume(pod, node)
@@ -341,6 +353,18 @@ class Scheduler:
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
         self._binding_tasks[task] = profile
         task.add_done_callback(self._binding_ended)
+        self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
+
+    def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
+        """Record the decision on the table it was made on; a failing recording stops."""
+        recorder = self.recorder
+        assert recorder is not None
+        try:
+            recorder.decision(pod.scheduler_name, pod, result, self.cache.table)
+        except Exception as err:
+            log.error("decision recording failed; recording stops", error=str(err))
+            self.recorder = None
+            recorder.close()
 
     def _handle_failure(
         self,

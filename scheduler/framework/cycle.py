@@ -242,29 +242,10 @@ class Algorithm:
         self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int, nominated: bool
     ) -> tuple[ScheduleResult, NodeSet | None, bytes | None, PodInfo]:
         """PreFilter to the feasible nodes; also the pod as the transformers left it."""
-        all_nodes = table.all_nodes()
-        diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
-        refused = self._refuse_outright(pod, all_nodes, diagnosis)
-        if refused is not None:
-            return refused, None, None, pod
-        framework = self.framework
-        if framework.before_pre_filter_calls:  # transformers (API 2.1): none, no cost
-            pod, status = framework.run_before_pre_filter(state, pod, all_nodes)
-            if not status.is_success():
-                _record_pre_filter_rejection(status, diagnosis)
-                return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
-        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
-        if status.is_success() and framework.after_pre_filter_calls:
-            status = framework.run_after_pre_filter(state, pod, all_nodes)
-        if not status.is_success():
-            _record_pre_filter_rejection(status, diagnosis)
-            return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
-        nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
-        if framework.before_filter_calls:
-            status = framework.run_before_filter(state, pod, nodes)
-            if not status.is_success():
-                _record_pre_filter_rejection(status, diagnosis)
-                return ScheduleResult(status, diagnosis=diagnosis), None, None, pod
+        prepared = self._up_to_filter(state, pod, table)
+        if isinstance(prepared, ScheduleResult):
+            return prepared, None, None, pod
+        pod, nodes, pre_result, diagnosis = prepared
         if nominated:
             on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
             if on_nominated is not None:
@@ -275,8 +256,52 @@ class Algorithm:
         if not result.status.is_success() or feasible is None:
             return result, None, None, pod
         if percentage > 0:
-            feasible = self._sample(feasible, len(all_nodes), percentage)
+            feasible = self._sample(feasible, diagnosis.total_nodes, percentage)
         return result, feasible, signature, pod
+
+    def _up_to_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> ScheduleResult | tuple[PodInfo, NodeSet, PreFilterResult, Diagnosis]:
+        """Everything before Filter: the (transformed) pod, the nodes PreFilter left, its
+        result and the diagnosis so far; or the result of a cycle that ends here."""
+        all_nodes = table.all_nodes()
+        diagnosis = Diagnosis(names=table.names, total_nodes=len(all_nodes))
+        refused = self._refuse_outright(pod, all_nodes, diagnosis)
+        if refused is not None:
+            return refused
+        framework = self.framework
+        if framework.before_pre_filter_calls:  # transformers (API 2.1): none, no cost
+            pod, status = framework.run_before_pre_filter(state, pod, all_nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis)
+        pre_result, status = framework.run_pre_filter(state, pod, all_nodes)
+        if status.is_success() and framework.after_pre_filter_calls:
+            status = framework.run_after_pre_filter(state, pod, all_nodes)
+        if not status.is_success():
+            _record_pre_filter_rejection(status, diagnosis)
+            return ScheduleResult(status, diagnosis=diagnosis)
+        nodes = _narrow_to_pre_filter_result(state, all_nodes, pre_result, diagnosis)
+        if framework.before_filter_calls:
+            status = framework.run_before_filter(state, pod, nodes)
+            if not status.is_success():
+                _record_pre_filter_rejection(status, diagnosis)
+                return ScheduleResult(status, diagnosis=diagnosis)
+        return pod, nodes, pre_result, diagnosis
+
+    def feasibility(self, state: CycleState, pod: PodInfo, table: NodeTable) -> ScheduleResult:
+        """PreFilter and Filter over every node, nothing after: where could the pod go?
+
+        The what-if API's question (:mod:`.whatif`): the same checks as
+        :meth:`schedule` up to the feasible set (transformers included), minus
+        the nominated-node shortcut and the batching cache (a what-if table is
+        new each time).
+        """
+        prepared = self._up_to_filter(state, pod, table)
+        if isinstance(prepared, ScheduleResult):
+            return prepared
+        pod, nodes, _pre_result, diagnosis = prepared
+        return self._find_feasible(state, pod, nodes, diagnosis, None)
 
     def _refuse_outright(
         self, pod: PodInfo, all_nodes: NodeSet, diagnosis: Diagnosis

@@ -253,6 +253,20 @@ class SchedulerMetrics:
             ["reason"],
             registry=reg,
         )
+        self.shadow_divergences = Counter(
+            "scheduler_shadow_divergence",
+            "Decisions a shadow profile made differently from its primary, by shadow profile "
+            "and the plugin that explains the difference (not in kube-scheduler).",
+            ["profile", "plugin"],
+            registry=reg,
+        )
+        self.shadow_decisions = Counter(
+            "scheduler_shadow_decisions",
+            "Decisions a shadow profile re-made after its primary, by shadow profile "
+            "(not in kube-scheduler).",
+            ["profile"],
+            registry=reg,
+        )
         self.plugin_overruns = Counter(
             "scheduler_plugin_overruns",
             "Plugin calls that ran past their budget (pluggableScheduler.timeouts); each is "
@@ -413,6 +427,12 @@ class SchedulerMetrics:
     def observe_preemption_victims(self, victims: int) -> None:
         """Record the victims of a chosen preemption candidate (kube's prepareCandidate)."""
         self.preemption_victims.observe(victims)
+
+    def shadow_decision(self, profile: str, diverged: str | None) -> None:
+        """Count a shadow decision; ``diverged``: the plugin that explains a difference."""
+        self.shadow_decisions.labels(profile).inc()
+        if diverged is not None:
+            self.shadow_divergences.labels(profile, diverged).inc()
 
     def binding_error(self, reason: str) -> None:
         """Count a failed binding cycle; ``reason`` should be a small fixed vocabulary."""

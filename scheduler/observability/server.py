@@ -67,6 +67,12 @@ PING: Final = "ping"
 
 _ENDPOINTS: Final = ("healthz", "livez", "readyz")
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+"""An added endpoint's handler (:meth:`HealthServer.add_route`)."""
+
+MAX_BODY: Final = 64 * 1024 * 1024
+"""Largest request body: a what-if request with thousands of pod objects fits."""
+
 _log = get_logger("scheduler.observability.server")
 
 
@@ -182,6 +188,7 @@ class HealthServer:
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
         self._last_failed: dict[str, tuple[str, ...]] = {}
+        self._routes: list[tuple[str, str, Handler]] = []
 
     # -- checks -------------------------------------------------------------------
 
@@ -223,6 +230,17 @@ class HealthServer:
         if isinstance(result, str):
             return _Outcome(name, not result, result)
         return _Outcome(name, bool(result), "")
+
+    def add_route(self, method: str, path: str, handler: Handler) -> None:
+        """Serve another endpoint (before :meth:`start`), behind the same authn/authz.
+
+        How the daemon adds its APIs (``/whatif``): with delegated auth the
+        caller needs the non-resource ``path`` with the lower-cased
+        ``method`` as verb, as for ``/metrics``.
+        """
+        if self._runner is not None:
+            raise RuntimeError("routes are added before the server starts")
+        self._routes.append((method, path, handler))
 
     # -- handlers -----------------------------------------------------------------
 
@@ -299,11 +317,13 @@ class HealthServer:
 
     def _app(self) -> web.Application:
         middlewares = [self._auth.middleware] if self._auth is not None else []
-        app = web.Application(middlewares=middlewares)
+        app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
         for endpoint in _ENDPOINTS:
             app.router.add_get(f"/{endpoint}", self._handle_all)
             app.router.add_get(f"/{endpoint}/{{name}}", self._handle_one)
         app.router.add_get("/metrics", self._handle_metrics)
+        for method, path, handler in self._routes:
+            app.router.add_route(method, path, handler)
         return app
 
     # -- lifecycle ----------------------------------------------------------------

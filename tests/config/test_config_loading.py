@@ -24,6 +24,10 @@ def doc(**fields: Any) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, **fields}
 
 
+def _shadow(name: str, primary: str) -> dict[str, Any]:
+    return {"schedulerName": name, "pluggableScheduler": {"shadowOf": primary}}
+
+
 def problems(source: Any) -> list[str]:
     with pytest.raises(UserError) as info:
         load_config(source)
@@ -294,10 +298,36 @@ def test_empty_extenders_list_is_fine() -> None:
             {"profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}, {"schedulerName": "a"}]},
             "profiles[2].schedulerName: duplicate 'a', already used by profiles[0]",
         ),
+        (
+            {"profiles": [{"schedulerName": "a"}, _shadow("b", "nope")]},
+            "profiles[1].pluggableScheduler.shadowOf: no profile named 'nope' (profiles: 'a', 'b')",
+        ),
+        (
+            {"profiles": [{"schedulerName": "a"}, _shadow("b", "b")]},
+            "profiles[1].pluggableScheduler.shadowOf: a profile cannot be its own shadow",
+        ),
+        (
+            {"profiles": [{"schedulerName": "a"}, _shadow("b", "a"), _shadow("c", "b")]},
+            "profiles[2].pluggableScheduler.shadowOf: 'b' is itself a shadow (of 'a'); "
+            "a shadow follows a profile that schedules",
+        ),
+        (
+            {"profiles": [_shadow("b", "a"), {"schedulerName": "a"}]},
+            "profiles[0].pluggableScheduler.shadowOf: the first profile cannot be a shadow "
+            "(its QueueSort orders the queue of every profile); list the shadow after its "
+            "primary",
+        ),
     ],
 )
 def test_cross_field_rules(fields: dict[str, Any], expected: str) -> None:
     assert problems(doc(**fields)) == [expected]
+
+
+def test_shadows_of_one_primary_are_accepted() -> None:
+    config = load_config(
+        doc(profiles=[{"schedulerName": "a"}, _shadow("b", "a"), _shadow("c", "a")])
+    )
+    assert [p.pluggable_scheduler.shadow_of for p in config.profiles] == [None, "a", "a"]
 
 
 def test_leader_election_timing_not_checked_when_disabled() -> None:

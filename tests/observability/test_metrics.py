@@ -51,6 +51,7 @@ def exercise(m: SchedulerMetrics) -> None:
     m.observe_permit_wait(Code.SUCCESS, 0.1)
     m.unschedulable("NodeResourcesFit", "default").inc()
     m.binding_error("conflict")
+    m.shadow_decision("shadow", "NodeResourcesFit")
     m.set_leader(True)
 
 
@@ -88,6 +89,8 @@ EXPECTED = {
     "scheduler_unschedulable_pods": ("gauge", {"plugin", "profile"}),
     "scheduler_plugin_errors": ("counter", {"plugin", "extension_point", "profile"}),
     "scheduler_binding_errors": ("counter", {"reason"}),
+    "scheduler_shadow_divergence": ("counter", {"profile", "plugin"}),
+    "scheduler_shadow_decisions": ("counter", {"profile"}),
     "scheduler_plugin_overruns": ("counter", {"plugin", "extension_point", "profile"}),
     "scheduler_plugin_ignored_failures": (
         "counter",

@@ -68,11 +68,11 @@ def test_kube_plugins_we_do_not_implement_have_no_distribution(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG.replace("{name: Coscheduling}", "{name: GangScheduling}"))
+    config.write_text(CONFIG.replace("{name: Coscheduling}", "{name: PodGroupPodsCount}"))
     assert main(["plugins", "needs", str(config), "--no-index"]) == 1
     err = capsys.readouterr().err
     assert (
-        "profiles[0].plugins.multiPoint.enabled[0]: plugin 'GangScheduling': a kube-scheduler"
+        "profiles[0].plugins.multiPoint.enabled[0]: plugin 'PodGroupPodsCount': a kube-scheduler"
         in err
     )
 

@@ -124,3 +124,33 @@ def test_a_row_index_refreshed_on_a_copy_answers_for_the_live_table_after() -> N
     index.refresh(table)
     mask = index.mask(80)
     assert mask is not None and mask[n1]
+
+
+def test_the_read_only_views_show_the_copys_requested_not_the_bases() -> None:
+    """A plugin reading ``nodes.requested`` in a what-if sees the what-if's pods."""
+    table = live_table()
+    live_view = table.all_nodes().view().requested.copy()  # views made for the live table
+    whatif = WhatIfTable(table)
+    whatif.add_pod(pod("d", "n2", cpu="2"))
+    seen = whatif.all_nodes().view().requested
+    assert (seen == whatif.requested[whatif.rows()]).all()
+    assert not (seen == live_view).all()
+    assert (table.all_nodes().view().requested == live_view).all()
+
+
+def test_a_scenario_table_adds_and_drops_nodes_without_touching_the_base() -> None:
+    from scheduler.state.scenario import ScenarioTable
+
+    table = live_table()
+    before = state_of(table)
+    scenario = ScenarioTable(table)
+    for i in range(100):  # beyond the base's capacity: the copy grows alone
+        scenario.add_node(node(f"t{i}"))
+    assert scenario.drop_node("n1") and not scenario.drop_node("n1")
+    assert len(scenario) == 101 and "n1" not in scenario and not scenario.has_pod("ns/a")
+    assert scenario.all_nodes().view().requested.shape == (101, len(scenario.resources))
+    assert scenario.origin is scenario and scenario.node_epoch < 0
+    with pytest.raises(ValueError, match="already in the table"):
+        scenario.add_node(node("n2"))
+    assert state_of(table) == before
+    assert len(table) == 2 and table.has_pod("ns/a") and table.pod_table.node_row.max() >= 0

@@ -516,11 +516,13 @@ def run_ours(
     qps: float,
     profile_path: Path | None,
     workload: Workload | None = None,
+    extra_profiles: Sequence[dict[str, Any]] = (),
     extender: str | None = None,
 ) -> Iterator[SchedulerProcess]:
     """``python -m scheduler run`` as a child process (optionally under cProfile)."""
     port = _free_port()
     config = scheduler_config(qps, workload, extender)
+    config["profiles"] = [*config["profiles"], *extra_profiles]
     config["pluggableScheduler"] = {"serverAddress": f"127.0.0.1:{port}"}
     config_path = workdir / "ours-config.json"
     config_path.write_text(json.dumps(config, indent=2))
@@ -593,6 +595,9 @@ def run_kube(
         verbosity=1,
         extra_args=["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
         ready_timeout=600,
+        # Each binary's default gates, as our daemon runs with its defaults:
+        # the comparison is of the default plugin sets, alpha gates off.
+        feature_gates=None,
     ) as kube:
         proc = SchedulerProcess(
             "kube", kube.pid, f"https://127.0.0.1:{kube.healthz_port}/metrics", started
@@ -633,6 +638,8 @@ class Options:
     profile: bool = False
     profile_dir: Path = Path("perf-profiles")
     workdir: Path | None = None
+    #: Profiles appended to our daemon's config after the measured one (e.g. a shadow).
+    extra_profiles: tuple[dict[str, Any], ...] = ()
     #: Both schedulers call a no-op HTTP extender for every pod.
     extender: bool = False
 
@@ -903,7 +910,15 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
         extender = noop_extender(workdir) if options.extender else contextlib.nullcontext(None)
         with extender as url:
             launcher = (
-                run_ours(server, workdir, options.qps, profile_path, workload, url)
+                run_ours(
+                    server,
+                    workdir,
+                    options.qps,
+                    profile_path,
+                    workload,
+                    options.extra_profiles,
+                    url,
+                )
                 if kind == "ours"
                 else run_kube(server, workdir, options.qps, workload, url)
             )
@@ -1120,7 +1135,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="configure both schedulers with one no-op HTTP extender (filterVerb, "
         "nodeCacheCapable; the test kit's toy extender in its own process)",
     )
+    parser.add_argument(
+        "--ours-extra-profiles",
+        type=Path,
+        metavar="FILE",
+        help="YAML or JSON list of profiles appended to our daemon's config after the "
+        "measured one, e.g. a shadow of it (pluggableScheduler.shadowOf: "
+        f"{workloads.SCHEDULER_NAME})",
+    )
     args = parser.parse_args(argv)
+    args.extra_profiles = _extra_profiles(parser, args.ours_extra_profiles)
     schedulers = tuple(s.strip() for s in args.schedulers.split(",") if s.strip())
     bad = [s for s in schedulers if s not in report.SCHEDULER_LABELS]
     if bad or not schedulers:
@@ -1128,6 +1152,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.schedulers = schedulers
     args.workloads = _workload_names(args.workload)
     return args
+
+
+def _extra_profiles(
+    parser: argparse.ArgumentParser, path: Path | None
+) -> tuple[dict[str, Any], ...]:
+    if path is None:
+        return ()
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        parser.error(f"--ours-extra-profiles {path}: {err}")
+    if not isinstance(loaded, list) or not all(isinstance(p, dict) for p in loaded):
+        parser.error(f"--ours-extra-profiles {path}: want a list of profiles (mappings)")
+    return tuple(loaded)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1154,6 +1194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile_dir=args.profile_dir,
         workdir=args.workdir,
         extender=args.extender,
+        extra_profiles=args.extra_profiles,
     )
     result = run(
         args.workloads,
