@@ -13,7 +13,8 @@ import pytest
 from scheduler.config.extenders import Extender
 from scheduler.observability.tls import self_signed_pem
 from scheduler.plugins.extender import wire
-from scheduler.plugins.extender.client import ExtenderCallError, ExtenderClient
+from scheduler.plugins.extender.client import ExtenderClient
+from scheduler.plugins.extender.wire import ExtenderCallError
 from scheduler.testing.extender import RunningExtender, ToyExtender
 
 

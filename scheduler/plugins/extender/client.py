@@ -19,11 +19,7 @@ import aiohttp
 import orjson
 
 from scheduler.config.extenders import Extender
-from scheduler.plugins.extender.wire import encode
-
-
-class ExtenderCallError(Exception):
-    """A call that did not give an answer (unreachable, timed out, non-200, bad JSON)."""
+from scheduler.plugins.extender.wire import ExtenderCallError, encode
 
 
 def _load_pem(context: ssl.SSLContext, cert: str, key: str) -> None:

@@ -28,7 +28,7 @@ from scheduler.framework.extenders import (
 )
 from scheduler.observability.logging import get_logger
 from scheduler.plugins.extender import wire
-from scheduler.plugins.extender.client import ExtenderCallError, ExtenderClient
+from scheduler.plugins.extender.wire import ExtenderCallError
 
 log = get_logger("scheduler.plugins.extender")
 
@@ -59,6 +59,9 @@ class _One:
     def __init__(self, config: ExtenderConfig) -> None:
         self.config = config
         self.name = config.name
+        # The HTTP client (aiohttp) loads only when an extender is configured.
+        from scheduler.plugins.extender.client import ExtenderClient
+
         self.client = ExtenderClient(config)
         self.managed = frozenset(r.name for r in config.managed_resources)
 

@@ -152,3 +152,11 @@ def parse_binding(got: Any) -> str:
     if not isinstance(error, str):
         raise ExtenderAnswerError("Error: expected a string")
     return error
+
+
+class ExtenderCallError(Exception):
+    """A call that did not give an answer (unreachable, timed out, non-200, bad JSON).
+
+    Defined here, apart from the HTTP client, so that loading the plugin
+    (``plugins list``, config checks) does not import aiohttp.
+    """
