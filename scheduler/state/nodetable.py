@@ -277,16 +277,8 @@ class NodeTable:
         self._touch(row)
         return row
 
-    def remove_node(self, name: str) -> list[PodInfo]:
-        """Remove a node; its pods are kept aside (returned) until it comes back."""
-        row = self.index.pop(name, None)
-        if row is None:
-            return []
-        pods = self.pods[row]
-        for pod in pods.values():
-            self.pod_table.set_node_row(pod.key, -1)
-        if pods:
-            self._orphans[name] = dict(pods)
+    def _clear_row(self, row: int) -> None:
+        """Empty a row whose node left (its index entry is already gone)."""
         self.pods[row] = {}
         self.ports[row] = []
         self.alive[row] = False
@@ -299,6 +291,18 @@ class NodeTable:
         self.taint_matrix[row] = False
         self.labels.clear_row(row)
         self._touch(row)
+
+    def remove_node(self, name: str) -> list[PodInfo]:
+        """Remove a node; its pods are kept aside (returned) until it comes back."""
+        row = self.index.pop(name, None)
+        if row is None:
+            return []
+        pods = self.pods[row]
+        for pod in pods.values():
+            self.pod_table.set_node_row(pod.key, -1)
+        if pods:
+            self._orphans[name] = dict(pods)
+        self._clear_row(row)
         self.node_epoch += 1
         self._free.append(row)
         self._rows_cache = None

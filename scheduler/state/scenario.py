@@ -94,19 +94,8 @@ class ScenarioTable(WhatIfTable):
             return False
         for key in self.pods[row]:
             self._moved[key] = None
-        self.pods[row] = {}
-        self.ports[row] = []
         self._owned.add(row)
-        self.alive[row] = False
-        self.names[row] = ""
-        self.nodes[row] = None
-        self.allocatable[row] = 0
-        self.requested[row] = 0
-        self.non_zero_requested[row] = 0
-        self.unschedulable[row] = False
-        self.taint_matrix[row] = False
-        self.labels.clear_row(row)
-        self._touch(row)
+        self._clear_row(row)
         self._rows_cache = None
         self.node_epoch = -next(self._epochs)
         return True

@@ -1073,6 +1073,7 @@ def run_kube_scheduler(
     verbosity: int = 2,
     extra_args: Sequence[str] = (),
     ready_timeout: float = 90.0,
+    feature_gates: str | None = FEATURE_GATES,
 ) -> Iterator[KubeSchedulerProcess]:
     """Run the built kube-scheduler against `kubeconfig` until the block exits.
 
@@ -1083,6 +1084,11 @@ def run_kube_scheduler(
     ``<workdir>/kube-scheduler.log``. `binary` runs another build of
     kube-scheduler with the same flags (scheduler-plugins' ``cmd/scheduler``,
     the peer of the batch workloads) instead of the control plane's.
+    `feature_gates` defaults to the control plane's (:data:`FEATURE_GATES`,
+    the Workload API on); None runs with the binary's own defaults, as a
+    benchmark's peer on another kube release must (scheduler-plugins' 1.35
+    build would wait for a ``scheduling.k8s.io/v1alpha1`` Workload informer
+    that a 1.36 API server never syncs).
     """
     if binary is None:
         binary = (bin_dir or ensure_binaries()) / KUBE_SCHEDULER_BINARY
@@ -1104,9 +1110,9 @@ def run_kube_scheduler(
                 f"--secure-port={port}",
                 f"--cert-dir={workdir / 'certs'}",
                 f"--v={verbosity}",
-                # The control plane's gates; a --feature-gates in extra_args adds
-                # to them (kube merges repeated --feature-gates flags).
-                f"--feature-gates={FEATURE_GATES}",
+                # A --feature-gates in extra_args adds to these (kube merges
+                # repeated --feature-gates flags).
+                *([f"--feature-gates={feature_gates}"] if feature_gates else []),
                 *extra_args,
             ],
             log_path,

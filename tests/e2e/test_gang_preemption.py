@@ -16,7 +16,8 @@ was bound exactly once (on the emulator also: one accepted Binding each).
 
 Gangs come from Coscheduling's PodGroups (with Coscheduling placing them
 all-or-nothing) and, where the backend serves them, the native Workload API's
-PodGroups (``spec.schedulingGroup``).
+PodGroups (``spec.schedulingGroup``), placed all-or-nothing by kube's
+GangScheduling with its gates (``GenericWorkload``, ``GangScheduling``) on.
 """
 
 from __future__ import annotations
@@ -221,6 +222,22 @@ def profile(cluster: Cluster, api: str) -> dict[str, Any]:
     }
 
 
+def settings(api: str) -> dict[str, Any]:
+    """The daemon's ``pluggableScheduler`` settings: native gangs are kube's GangScheduling's.
+
+    As in kube-scheduler 1.36, native PodGroups are gangs only with the alpha
+    gates ``GenericWorkload`` and ``GangScheduling`` on; GangScheduling then
+    joins the default plugins and places each gang all-or-nothing (its
+    PreEnqueue holds members until ``minCount`` exist, Permit until that many
+    are placed). Without it, members would be scheduled one by one as they
+    arrive, each finding its gang short of its minimum.
+    """
+    if api != "native":
+        return {}
+    gates = {"GenericWorkload": True, "GangScheduling": True}
+    return {"pluggableScheduler": {"serverAddress": "127.0.0.1:0", "featureGates": gates}}
+
+
 @pytest.mark.parametrize("api", ["coscheduling", "native"])
 async def test_gangs_of_8_and_16_preempt_lower_priority_gangs_whole(
     api: str, cluster: Cluster, start_daemon: StartDaemon, priorities: dict[str, str]
@@ -234,7 +251,9 @@ async def test_gangs_of_8_and_16_preempt_lower_priority_gangs_whole(
         )
     for i in range(NODES):
         await cluster.create_node(f"n{i}", cpu=NODE_CPU, memory="16Gi")
-    await start_daemon(scheduler_config([profile(cluster, api)]))
+    running = await start_daemon(scheduler_config([profile(cluster, api)], **settings(api)))
+    plugins = running.daemon.profiles[cluster.scheduler_name].framework.plugins
+    assert ("GangScheduling" in plugins) == (api == "native"), sorted(plugins)
     watch = PodWatch(cluster)
     watcher = asyncio.create_task(watch.run())
     low = [Gang(f"low{i}", 8, "low") for i in range(3)]

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -28,7 +29,7 @@ import pytest
 from scheduler.observability.delegated_auth import DelegatedAuthOptions
 from scheduler.observability.server import Serving
 from scheduler.observability.tls import self_signed_pem, server_context
-from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
+from tests.e2e.conftest import Cluster, RunningDaemon, StartDaemon, scheduler_config, wait_until
 from tests.e2e.processes import free_port, start_run
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -138,20 +139,27 @@ async def assert_guarded(http: aiohttp.ClientSession, base: str, tokens: Tokens)
     assert status == 403, body
 
 
-async def test_scrapes_are_authenticated_and_authorized_by_the_api_server(
-    cluster: Cluster, start_daemon: StartDaemon, tokens: Tokens
-) -> None:
+async def start_delegated(
+    cluster: Cluster, start_daemon: StartDaemon, **auth: Any
+) -> RunningDaemon:
+    """A daemon serving HTTPS whose callers the test's API server authenticates and authorizes."""
     kubeconfig = str(cluster.backend.kubeconfig)
     serving = Serving(
         "127.0.0.1:0",
         tls=server_context(),
         auth=DelegatedAuthOptions(
-            authentication_kubeconfig=kubeconfig, authorization_kubeconfig=kubeconfig
+            authentication_kubeconfig=kubeconfig, authorization_kubeconfig=kubeconfig, **auth
         ),
     )
-    running = await start_daemon(
+    return await start_daemon(
         scheduler_config([{"schedulerName": cluster.scheduler_name}]), serving=serving
     )
+
+
+async def test_scrapes_are_authenticated_and_authorized_by_the_api_server(
+    cluster: Cluster, start_daemon: StartDaemon, tokens: Tokens
+) -> None:
+    running = await start_delegated(cluster, start_daemon)
     health = running.daemon.health
     assert health is not None
     base = f"https://127.0.0.1:{health.port}"
@@ -221,19 +229,7 @@ async def test_an_allowing_review_is_cached_for_the_authorized_ttl(
     cluster: Cluster, start_daemon: StartDaemon, tokens: Tokens, allow_ttl: float
 ) -> None:
     """As kube's delegating authorizer: a revoked grant still scrapes until the TTL runs out."""
-    kubeconfig = str(cluster.backend.kubeconfig)
-    serving = Serving(
-        "127.0.0.1:0",
-        tls=server_context(),
-        auth=DelegatedAuthOptions(
-            authentication_kubeconfig=kubeconfig,
-            authorization_kubeconfig=kubeconfig,
-            allow_cache_ttl=allow_ttl,
-        ),
-    )
-    running = await start_daemon(
-        scheduler_config([{"schedulerName": cluster.scheduler_name}]), serving=serving
-    )
+    running = await start_delegated(cluster, start_daemon, allow_cache_ttl=allow_ttl)
     assert running.daemon.health is not None
     url = f"https://127.0.0.1:{running.daemon.health.port}/metrics"
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as http:
@@ -289,17 +285,7 @@ async def test_whatif_needs_post_on_its_path(
     cluster: Cluster, start_daemon: StartDaemon, tokens: Tokens
 ) -> None:
     """``POST /whatif`` is reviewed like ``/metrics``: verb post on the non-resource path."""
-    kubeconfig = str(cluster.backend.kubeconfig)
-    serving = Serving(
-        "127.0.0.1:0",
-        tls=server_context(),
-        auth=DelegatedAuthOptions(
-            authentication_kubeconfig=kubeconfig, authorization_kubeconfig=kubeconfig
-        ),
-    )
-    running = await start_daemon(
-        scheduler_config([{"schedulerName": cluster.scheduler_name}]), serving=serving
-    )
+    running = await start_delegated(cluster, start_daemon)
     assert running.daemon.health is not None
     url = f"https://127.0.0.1:{running.daemon.health.port}/whatif"
 

@@ -552,6 +552,9 @@ def run_kube(
         verbosity=1,
         extra_args=["--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
         ready_timeout=600,
+        # Each binary's default gates, as our daemon runs with its defaults:
+        # the comparison is of the default plugin sets, alpha gates off.
+        feature_gates=None,
     ) as kube:
         proc = SchedulerProcess(
             "kube", kube.pid, f"https://127.0.0.1:{kube.healthz_port}/metrics", started
