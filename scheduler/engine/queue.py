@@ -341,8 +341,17 @@ class SchedulingQueue:
             return
         info = entry.info
         changed = scheduling_relevant_change(info.pod.raw, pod.raw)
+        node = pod.nominated_node_name
+        if not node and not info.pod.nominated_node_name:
+            # kube's UpdateNominatedPod: an update that neither sets nor clears
+            # nominatedNodeName keeps the nomination recorded in memory. The
+            # preemptor's own status patches (its PodScheduled condition, or
+            # an older one arriving late) come back before the nominatedNodeName
+            # patch does; dropping the nomination then would hand the room its
+            # victims free to another pod, and the preemptor would evict again.
+            node = self._nominated_node.get(pod.key, "")
         info.pod = pod
-        self._set_nomination(pod.key, pod, pod.nominated_node_name)
+        self._set_nomination(pod.key, pod, node)
         if entry.where in (GATED, UNSCHEDULABLE) and changed:
             # kube retries an updated unschedulable pod (its spec may now fit);
             # a gated one is re-checked by PreEnqueue. The timestamp stays: the

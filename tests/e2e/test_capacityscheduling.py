@@ -14,7 +14,7 @@ at every event it observes:
 - the plugin's own accounting, pods in flight included, is within max;
 - no pod is ever bound twice (its node never changes once set).
 
-At the end every pod created was bound exactly once, the reclaim took exactly
+At the end every pod created was bound exactly once, the reclaim took at least
 the borrowed pods back by preemption, and ``status.used`` equals what the
 bound pods request.
 """
@@ -364,9 +364,19 @@ async def test_two_quotas_lend_and_reclaim_under_churn(
         await wait_until(
             lambda: len(b.bound()) == 8, within=60, message="b to reclaim its min by preemption"
         )
-        assert len(a.bound()) == 8
+        # a keeps exactly its min: b left no room, and whatever room an extra
+        # eviction frees goes back to a's pods over max (they may bind just after b's).
+        await wait_until(lambda: len(a.bound()) == 8, within=30, message="a back at its min")
         reclaimed = [v for v in watcher.seen.preempted if v.startswith(a.namespace + "/")]
-        assert len(reclaimed) == 4, watcher.seen.preempted
+        # Four evictions suffice, but a fifth (or sixth) is what kube-scheduler with
+        # scheduler-plugins' CapacityScheduling does too when the victims of two
+        # preemptors nominated to one node go out of order: the first preemptor,
+        # retried once its own victim is gone, is still kept off that node by the
+        # other's nomination (RunFilterPluginsWithNominatedPods counts it, while its
+        # victim is still there, not yet terminating) and preempts again. Each extra
+        # eviction's room goes to one of a's two pods over max, never to b (at its
+        # min), so they bound the extra evictions.
+        assert 4 <= len(reclaimed) <= 4 + 2, watcher.seen.preempted
 
         # Churn: both namespaces create and delete pods over time, 200 pods in all.
         rng = random.Random(19)
@@ -424,7 +434,7 @@ async def test_two_quotas_lend_and_reclaim_under_churn(
             assert accepted == dict.fromkeys(tenant.created, 1)
     # Reclaim by preemption (which victims a decision may take is unit-tested: the
     # watcher cannot see the pods in flight that a decision counts).
-    assert len(seen.preempted) >= len(reclaimed) == 4
+    assert len(seen.preempted) >= len(reclaimed) >= 4
     assert seen.peak_cpu[a.namespace] == MAX_CPU  # a borrowed up to its max
     assert max(seen.peak_status_cpu.values()) <= MAX_CPU
     assert seen.status_writes > 0

@@ -518,6 +518,36 @@ def test_nominations_follow_the_pod_and_end_when_it_leaves() -> None:
     assert queue.nominated_pods() == {}
 
 
+def test_an_update_that_does_not_touch_nominated_node_name_keeps_the_nomination() -> None:
+    """kube's UpdateNominatedPod: the preemptor's condition patch (or an older update
+    arriving late) comes back before its nominatedNodeName patch; the nomination
+    recorded in memory holds meanwhile, so the room its victims free stays its own."""
+    queue = make_queue(FakeClock())
+    preemptor = raw_pod("preemptor", priority=100)
+    queue.add(PodInfo.from_dict(preemptor))
+    info = queue.pop_nowait()
+    assert info is not None
+    queue.requeue_unschedulable(info, {"CapacityScheduling"})
+    queue.nominate("default/preemptor", "n1")
+    condition = copy.deepcopy(preemptor)
+    condition["status"] = {
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+    }
+    queue.update(PodInfo.from_dict(condition))
+    assert {n: [p.key for p in ps] for n, ps in queue.nominated_pods().items()} == {
+        "n1": ["default/preemptor"]
+    }
+    # The nominated pod handed out is the newest version.
+    assert queue.nominated_pods()["n1"][0].raw["status"] == condition["status"]
+    # The API's nominatedNodeName arrives, then a patch clears it: kube clears too.
+    confirmed = copy.deepcopy(condition)
+    confirmed["status"]["nominatedNodeName"] = "n1"
+    queue.update(PodInfo.from_dict(confirmed))
+    assert sorted(queue.nominated_pods()) == ["n1"]
+    queue.update(PodInfo.from_dict(condition))
+    assert queue.nominated_pods() == {}
+
+
 def test_a_pod_registration_covers_unscheduled_pod_events_and_counts_stay_exact() -> None:
     clock = FakeClock()
     gang = {"Gang": [ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.ADD))]}

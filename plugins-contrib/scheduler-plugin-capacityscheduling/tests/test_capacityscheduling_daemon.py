@@ -160,3 +160,43 @@ async def test_a_binding_whose_answer_was_lost_keeps_its_charge(
     assert plugin.book.live["team"].used["cpu"] == 1000
     message = sched.failure("team/p-1") or ""
     assert "is more than Max" in message
+
+
+def tenant_quota(namespace: str) -> dict[str, Any]:
+    """min 1 cpu, max 2: two such quotas on a 2-cpu node lend each other their min."""
+    return {
+        "apiVersion": API,
+        "kind": "ElasticQuota",
+        "metadata": {"name": "quota", "namespace": namespace},
+        "spec": {"min": {"cpu": "1", "memory": "8Gi"}, "max": {"cpu": "2", "memory": "8Gi"}},
+    }
+
+
+async def test_a_reclaiming_preemptor_keeps_its_room_until_its_nomination_is_written(
+    emulated_cluster: Any, running_scheduler: Any
+) -> None:
+    """The preemptor's PodScheduled condition comes back from the API before its
+    nominatedNodeName does. The nomination held in memory must survive that update
+    (kube's UpdateNominatedPod): otherwise the borrowing quota's pod rejected over
+    max takes the room the victim frees, and the preemptor evicts a second pod."""
+    cluster = await emulated_cluster([make_node("n1", cpu="2", memory="32Gi")])
+    cluster.create(tenant_quota("lender"), tenant_quota("owner"))
+    sched = await running_scheduler(cluster, config=CONFIG)
+    lender = [dict(make_pod(f"l{i}", namespace="lender", cpu="1", memory="64Mi")) for i in range(3)]
+    for obj in lender:  # no kubelet: a victim goes at once, as the e2e test's do
+        obj["spec"] = {**obj["spec"], "terminationGracePeriodSeconds": 0}
+    cluster.create(lender[0], lender[1])
+    await sched.wait_for_placements(["lender/l0", "lender/l1"])  # borrowing owner's min
+    cluster.create(lender[2])
+    assert "more than Max" in await sched.wait_for_failure("lender/l2")
+
+    # The preemptor's first status patch is its nominatedNodeName: it lands late.
+    late = cluster.server.faults.delay(3.0, verb="patch", path=r"/pods/o0/status$", count=1)
+    cluster.create(dict(make_pod("o0", namespace="owner", cpu="1", memory="64Mi")))
+    await sched.wait_for_placements(["owner/o0"], within=20)
+    await sched.settle()
+    assert late.hits == 1
+    placements = sched.placements()
+    lender_left = sorted(k for k in placements if k.startswith("lender/"))
+    assert len(lender_left) == 2, placements  # one victim, not two
+    assert "lender/l2" in lender_left and placements["lender/l2"] is None, placements
