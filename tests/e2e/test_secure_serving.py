@@ -41,6 +41,39 @@ class Tokens:
     nobody: str  # a valid ServiceAccount token, bound to nothing
 
 
+async def create_role(client: Any, role: str, path: str, verb: str) -> None:
+    """A ClusterRole allowing ``verb`` on the non-resource URL ``path``."""
+    await client.request(
+        "POST",
+        f"{RBAC}/clusterroles",
+        body={
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role},
+            "rules": [{"nonResourceURLs": [path], "verbs": [verb]}],
+        },
+    )
+
+
+async def bind_role(client: Any, role: str, account: str, namespace: str) -> None:
+    """Bind the ClusterRole ``role`` (the binding has its name) to a ServiceAccount."""
+    await client.request(
+        "POST",
+        f"{RBAC}/clusterrolebindings",
+        body={
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    )
+
+
 @pytest.fixture
 async def tokens(cluster: Cluster) -> AsyncIterator[Tokens]:
     if cluster.backend.kind != "real":
@@ -57,31 +90,8 @@ async def tokens(cluster: Cluster) -> AsyncIterator[Tokens]:
             f"/api/v1/namespaces/{ns}/serviceaccounts",
             body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
         )
-    await client.request(
-        "POST",
-        f"{RBAC}/clusterroles",
-        body={
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": role},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
-        },
-    )
-    await client.request(
-        "POST",
-        f"{RBAC}/clusterrolebindings",
-        body={
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}],
-        },
-    )
+    await create_role(client, role, "/metrics", "get")
+    await bind_role(client, role, "scraper", ns)
 
     async def mint(account: str) -> str:
         answer = await client.request(
@@ -303,34 +313,9 @@ async def test_whatif_needs_post_on_its_path(
     assert (await post(None))[0] == 403
     role = f"whatif-{cluster.namespace}"
     client = cluster.client
-    await client.request(
-        "POST",
-        f"{RBAC}/clusterroles",
-        body={
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": role},
-            "rules": [{"nonResourceURLs": ["/whatif"], "verbs": ["post"]}],
-        },
-    )
+    await create_role(client, role, "/whatif", "post")
     try:
-        await client.request(
-            "POST",
-            f"{RBAC}/clusterrolebindings",
-            body={
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": role},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role,
-                },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": "nobody", "namespace": cluster.namespace}
-                ],
-            },
-        )
+        await bind_role(client, role, "nobody", cluster.namespace)
 
         async def allowed() -> bool:
             return (await post(tokens.nobody))[0] == 200
