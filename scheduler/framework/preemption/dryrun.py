@@ -23,6 +23,7 @@ PreemptionBasic at small scale: 32 CPU seconds node by node, 6 to 9 chunked).
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -198,10 +199,9 @@ class DryRun:
                 for row in chunk.tolist()
             )
         if len(chunk) > 1:
-            try:
+            # A failed group run falls through to the node-by-node walk below.
+            with contextlib.suppress(_GroupFailed):
                 return self.select_victims(whatif, state, pod, chunk, budgets, now_ns, nominated)
-            except _GroupFailed:
-                pass
         return (  # lazily: the walk may stop early
             self.select_victims(whatif, state, pod, chunk[i : i + 1], budgets, now_ns, nominated)[0]
             for i in range(len(chunk))
