@@ -31,10 +31,8 @@ def pod_group_name(pod: Mapping[str, Any]) -> str | None:
         >>> pod_group_name({"spec": {}}) is None
         True
     """
-    spec = pod.get("spec")
-    group = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
-    name = group.get("podGroupName") if isinstance(group, Mapping) else None
-    return name if isinstance(name, str) and name else None
+    ref = gang_of(pod)
+    return ref.name if ref is not None and ref.api_group == WORKLOAD_GROUP else None
 
 
 def scheduling_group_key(pod: Mapping[str, Any]) -> str | None:
