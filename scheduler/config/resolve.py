@@ -125,9 +125,9 @@ class ResolvedProfile:
     """A profile ready for the framework: who runs where, in which order, with what args."""
 
     scheduler_name: str
-    percentage_of_nodes_to_score: int
-    """Profile value, else the top-level one; 0 means every feasible node is scored
-    (not kube's adaptive percentage), a positive value samples them as kube does."""
+    percentage_of_nodes_to_score: int | None
+    """Profile value, else the top-level one, with kube's meaning (0: adaptive);
+    None when neither is set (see :func:`scheduler.framework.cycle.nodes_to_find`)."""
     plugins: Mapping[ExtensionPoint, tuple[PluginEntry, ...]]
     """Every extension point (all keys present), plugins in run order."""
     plugin_args: Mapping[str, BaseModel]

@@ -468,11 +468,11 @@ def explain(
         notes.append(
             f"the pod is nominated to {result.node} and fits there: no other node was evaluated"
         )
-    scored = sum(1 for r in nodes.values() if r.scored)
-    if result.score_outcome is not None and scored < result.feasible_nodes:
+    unevaluated = sum(1 for r in nodes.values() if not r.evaluated)
+    if unevaluated and not nominated_only and result.filter_outcome is not None:
         notes.append(
-            f"percentageOfNodesToScore: {scored} of {result.feasible_nodes} feasible nodes "
-            "were scored"
+            f"percentageOfNodesToScore: Filter stopped once {result.feasible_nodes} feasible "
+            f"nodes were found; {unevaluated} of {len(table)} nodes were not evaluated"
         )
 
     return Explanation(
@@ -503,7 +503,7 @@ def _with_extenders(
     state: CycleState,
     pod: PodInfo,
     table: NodeTable,
-    percentage: int,
+    percentage: int | None,
 ) -> ScheduleResult:
     """The cycle with the HTTP extenders called, as the daemon calls them.
 

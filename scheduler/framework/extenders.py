@@ -239,7 +239,7 @@ async def schedule_with_extenders(
     state: CycleState,
     pod: PodInfo,
     table: NodeTable,
-    percentage: int,
+    percentage: int | None,
 ) -> ScheduleResult:
     """A whole split cycle: Filter, the extenders' filter and prioritize, Score, choice.
 
