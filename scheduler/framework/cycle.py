@@ -551,7 +551,9 @@ class Algorithm:
         identical pods does not apply (each cycle sees another window).
         """
         table = nodes.table
-        order = nodes.rows
+        # Every node: kube's node list order (zones interleaved). A PreFilter
+        # result's nodes: their row order (kube's is that of a Go map there).
+        order = table.sampling_order() if len(nodes) == len(table) else nodes.rows
         n = len(order)
         start = self.next_start % n
         found: list[IntArray] = []
