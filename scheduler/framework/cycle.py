@@ -509,7 +509,10 @@ class Algorithm:
             or not batch.filters_are_local(state)
         ):
             return None
-        return pod_signature(pod)
+        signature = pod_signature(pod)
+        if signature is None or not batch.admit(signature):
+            return None
+        return signature
 
     def _filter(
         self,
