@@ -43,6 +43,7 @@ from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.loading import DEFAULT_CONFIG
+from scheduler.daemon.allocator import keep_freed_memory
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
@@ -346,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     configure_logging("text", QUIET)
+    keep_freed_memory()  # as `pluggable-scheduler run` does
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
     print(
         f"decision time per pod (PreFilter..pick), default profile, {args.nodes} nodes, "
