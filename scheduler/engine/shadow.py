@@ -276,6 +276,14 @@ class Shadows:
             self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, derivation))
         return scheduling
 
+    def derived_and_full(self) -> dict[str, tuple[int, int]]:
+        """Per shadow profile: decisions derived from the primary's, and full cycles."""
+        return {
+            s.profile.scheduler_name: (s.derived, s.full)
+            for followers in self._of.values()
+            for s in followers
+        }
+
     def of(self, primary: str) -> list[str]:
         return [s.profile.scheduler_name for s in self._of.get(primary, ())]
 
