@@ -29,8 +29,10 @@ from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import build_profiles
 from scheduler.state.nodetable import NodeTable
-from tests.framework.test_batching import Side, _templates, random_node, replica
-from tests.plugins.builders import make_pod
+from scheduler.state.pod import PodInfo
+from tests.framework.test_batching import Side, _templates, default_profile, random_node, replica
+from tests.framework.test_nominated import StaticNominator
+from tests.plugins.builders import make_node, make_pod
 
 
 def test_sample_sizes_follow_kube_and_unset_scores_every_node_up_to_the_threshold() -> None:
@@ -182,3 +184,31 @@ def test_the_start_moves_on_even_when_every_node_is_filtered() -> None:
     side.decide(replica(make_pod("t", requests=[{"cpu": "100m"}]), "one"))
     assert side.algorithm.next_start == 7
     assert np.array_equal(side.table.rows(), np.arange(50))
+
+
+def test_nodes_whose_room_nominated_pods_hold_are_passed_over_as_kube_does() -> None:
+    """kube runs RunFilterPluginsWithNominatedPods node by node inside its search, so a
+    node filled by higher-priority nominees is rejected and the search goes on."""
+    table = NodeTable()
+    for i in range(200):
+        table.upsert_node(make_node(f"n-{i:03d}", cpu="2", memory="4Gi", pods=110))
+    nominee = PodInfo.from_dict(make_pod("nominee", requests=[{"cpu": "2"}], priority=100))
+    held = {f"n-{i:03d}": [nominee] for i in range(0, 200, 3)}  # every third node is taken
+    profile = default_profile(table)
+    algorithm = Algorithm(profile.framework, seed=0, nominator=StaticNominator(held))
+    everything = Algorithm(profile.framework, seed=0, nominator=StaticNominator(held))
+    for k in range(5):
+        pod = PodInfo.from_dict(make_pod(f"p-{k}", requests=[{"cpu": "1"}]))
+        full = everything.schedule(profile.framework.new_cycle_state(), pod, table, 100)
+        assert full.filter_outcome is not None
+        feasible = set(full.filter_outcome.feasible.rows.tolist())
+        assert len(feasible) == 133
+        start = algorithm.next_start
+        result = algorithm.schedule(profile.framework.new_cycle_state(), pod, table, 50)
+        expected, evaluated = _sequential(table, start, feasible, 100)
+        assert result.filter_outcome is not None
+        assert result.filter_outcome.feasible.rows.tolist() == expected
+        assert result.evaluated_nodes == evaluated
+        rejected = {r for rej in result.diagnosis.rejections for r in rej.rows.tolist()}
+        order = table.sampling_order().tolist()
+        assert rejected == {order[(start + i) % 200] for i in range(evaluated)} - set(expected)
