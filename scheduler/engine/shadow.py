@@ -301,6 +301,9 @@ class Shadows:
         else:
             shadow.full += 1
             state = profile.framework.new_cycle_state()
+            # A sampled cycle (percentageOfNodesToScore) looks at the nodes from
+            # where the primary's started, so the two see the same nodes.
+            shadow.algorithm.next_start = decided.sample_start
             result = shadow.algorithm.schedule(
                 state, pod, table, profile.resolved.percentage_of_nodes_to_score
             )

@@ -71,6 +71,10 @@ class ScheduleResult:
     filter_outcome: FilterOutcome | None = None
     score_outcome: ScoreOutcome | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    #: Where in the node order this cycle's Filter started (kube's
+    #: ``nextStartNodeIndex`` before it). A shadow profile or a replay of the
+    #: decision starts there too, so that a sample covers the same nodes.
+    sample_start: int = 0
 
     @property
     def tied(self) -> list[str]:
@@ -303,12 +307,14 @@ class Algorithm:
         if percentage is not None and not extenders and not self.framework.score_calls:
             want = min(want, 1)  # kube: nothing scores, so the first feasible node will do
         signature: bytes | None = None
+        start = self.next_start
         if want < len(nodes):
             result = self._find_sample(state, pod, nodes, diagnosis, want)
         else:
             signature = self._batch_signature(state, pod, pre_result)
             result = self._find_feasible(state, pod, nodes, diagnosis, signature)
             self._advance(len(nodes), diagnosis.total_nodes)
+        result.sample_start = start
         feasible = result.filter_outcome.feasible if result.filter_outcome else None
         if not result.status.is_success() or feasible is None:
             return result, None, None, pod

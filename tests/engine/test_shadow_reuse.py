@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from scheduler.config import load_config
+from scheduler.engine.shadow import Shadows
 from scheduler.engine.shadow_reuse import Derivation, changed_plugins
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.handle import FrameworkHandle, StaticStores
@@ -23,6 +24,7 @@ from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import Profile, build_profiles
 from scheduler.state.nodetable import NodeTable
 from tests.framework.test_batching import _templates, random_node, replica
+from tests.plugins.builders import make_pod
 
 PRIMARY, SHADOW = "primary", "shadow"
 
@@ -142,3 +144,56 @@ def test_profiles_with_different_sampling_are_never_derived() -> None:
     table = NodeTable()
     profiles = build(table, {"percentageOfNodesToScore": 50})
     assert changed_plugins(profiles[PRIMARY], profiles[SHADOW]) is None
+
+
+def test_a_sampled_shadow_looks_at_the_nodes_its_primary_looked_at() -> None:
+    """percentageOfNodesToScore set: a cycle filters from where the previous one
+    stopped. A shadow added mid-run (a reload) has its own rotation; its full cycle
+    starts where the primary's did, so a shadow that changes nothing that matters
+    here (ImageLocality's weight, no pod has images) never diverges."""
+    rng = random.Random(11)
+    table = NodeTable()
+    for i in range(300):
+        table.upsert_node(random_node(rng, i))
+    config = load_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": 20,
+            "profiles": [
+                {"schedulerName": PRIMARY},
+                {
+                    "schedulerName": SHADOW,
+                    **CHANGES["weight"][0],
+                    "pluggableScheduler": {"shadowOf": PRIMARY},
+                },
+            ],
+        }
+    )
+    profiles = build_profiles(
+        config,
+        PluginCatalog.discover(),
+        lambda name: FrameworkHandle(name, table, store_provider=StaticStores()),
+    )
+    primary = profiles[PRIMARY]
+    decide = Algorithm(primary.framework, seed=3)
+    template = make_pod("t", requests=[{"cpu": "100m", "memory": "128Mi"}])
+
+    def place(step: int, shadows: Shadows | None) -> None:
+        pod = replica(template, f"p-{step}")
+        decided = decide.schedule(primary.framework.new_cycle_state(), pod, table, 20)
+        assert decided.node is not None and decided.evaluated_nodes < 300
+        if shadows is not None:
+            shadows.follow(primary, pod, decided, table)
+        table.add_pod(pod, decided.node)
+
+    for step in range(7):  # before the shadow exists: the primary's start moves on
+        place(step, None)
+    assert decide.next_start != 0
+    shadows = Shadows()
+    shadows.configure(profiles, seed=3, nominator=None)
+    for step in range(7, 40):
+        place(step, shadows)
+    derived, full = shadows.derived_and_full()[SHADOW]
+    assert full == 33 and derived == 0  # a sampled primary's decision is not derived
+    assert list(shadows.recent) == []
