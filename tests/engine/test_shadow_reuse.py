@@ -194,6 +194,6 @@ def test_a_sampled_shadow_looks_at_the_nodes_its_primary_looked_at() -> None:
     shadows.configure(profiles, seed=3, nominator=None)
     for step in range(7, 40):
         place(step, shadows)
-    derived, full = shadows.derived_and_full()[SHADOW]
-    assert full == 33 and derived == 0  # a sampled primary's decision is not derived
+    derived, full, skipped = shadows.counts()[SHADOW]
+    assert (derived, full, skipped) == (0, 33, 0)  # a sampled decision is not derived
     assert list(shadows.recent) == []
