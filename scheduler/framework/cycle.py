@@ -570,10 +570,13 @@ class Algorithm:
         evaluated = 0
         status = Status.success()
         size = _first_window(want, n)
+        began = time.perf_counter()
         while evaluated < n:
             rows = _rotated_window(order, start + evaluated, size)
             part = Diagnosis(names=diagnosis.names, total_nodes=diagnosis.total_nodes)
-            outcome = self.framework.run_filter(state, pod, NodeSet(table, rows), part)
+            outcome = self.framework.run_filter(
+                state, pod, NodeSet(table, rows), part, observe=False
+            )
             status = outcome.status
             feasible = outcome.feasible.rows
             if status.is_success() and self.nominator is not None and len(feasible):
@@ -590,6 +593,9 @@ class Algorithm:
             if not status.is_success() or count >= want:
                 break
             size = _next_window(want, count, evaluated, n - evaluated)
+        # One Filter observation per cycle, as kube makes (its search is one loop).
+        code = Code.SUCCESS if status.is_success() else Code.ERROR
+        self.framework.recorder.point_duration("Filter", code, time.perf_counter() - began)
         self._advance(evaluated, diagnosis.total_nodes)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
         chosen = NodeSet(table, np.concatenate(found) if len(found) > 1 else found[0])

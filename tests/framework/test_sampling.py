@@ -17,22 +17,27 @@ import random
 import numpy as np
 import pytest
 
+from scheduler.api.status import Code
 from scheduler.config import load_config
 from scheduler.framework import cycle
 from scheduler.framework.cycle import (
     Algorithm,
     ScheduleResult,
+    _first_window,
     nodes_to_find,
     num_feasible_nodes_to_find,
 )
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
 from scheduler.framework.profile import build_profiles
+from scheduler.framework.runtime import NullRecorder
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
 from tests.framework.test_batching import Side, _templates, default_profile, random_node, replica
 from tests.framework.test_nominated import StaticNominator
 from tests.plugins.builders import make_node, make_pod
+
+ZONE = "topology.kubernetes.io/zone"
 
 
 def test_sample_sizes_follow_kube_and_unset_scores_every_node_up_to_the_threshold() -> None:
@@ -212,3 +217,25 @@ def test_nodes_whose_room_nominated_pods_hold_are_passed_over_as_kube_does() -> 
         rejected = {r for rej in result.diagnosis.rejections for r in rej.rows.tolist()}
         order = table.sampling_order().tolist()
         assert rejected == {order[(start + i) % 200] for i in range(evaluated)} - set(expected)
+
+
+class _PointRecorder(NullRecorder):
+    def __init__(self) -> None:
+        self.points: list[str] = []
+
+    def point_duration(self, point: str, code: Code, seconds: float) -> None:
+        self.points.append(point)
+
+
+def test_a_sampled_cycle_observes_the_filter_point_once() -> None:
+    """kube's Filter histogram gets one observation per cycle, however many windows of
+    rows it took here: a pod that fits one node in three needs several."""
+    rng = random.Random(2)
+    side = Side([random_node(rng, i) for i in range(300)], batching=False)
+    recorder = _PointRecorder()
+    side.profile.framework.recorder = recorder
+    pod = replica(make_pod("t", requests=[{"cpu": "100m"}], node_selector={ZONE: "a"}), "z")
+    result = side.algorithm.schedule(side.profile.framework.new_cycle_state(), pod, side.table, 50)
+    assert result.node is not None
+    assert result.evaluated_nodes > _first_window(150, 300)  # more than one window
+    assert recorder.points.count("Filter") == 1
