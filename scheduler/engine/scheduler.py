@@ -21,6 +21,7 @@ import structlog
 
 from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import PostFilterResult
 from scheduler.api.status import Code, Status
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
@@ -303,13 +304,17 @@ class Scheduler:
             self.cache.table,
             profile.resolved.percentage_of_nodes_to_score,
         )
+        post = None
+        if result.node is None and runner.preempts(pod) and _runs_post_filter(profile, result):
+            # PostFilter awaits the extenders' preemptVerb (kube's callExtenders).
+            post = await profile.framework.run_post_filter_async(state, pod, result.diagnosis)
         if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
             # Deleted, replaced or placed while the extenders answered.
             log.info("pod changed during its extender calls", pod=pod.key)
             return
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
-        self._decided(profile, state, info, result, start)
+        self._decided(profile, state, info, result, start, post)
 
     def _decided(
         self,
@@ -318,8 +323,12 @@ class Scheduler:
         info: QueuedPodInfo,
         result: ScheduleResult,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
-        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure."""
+        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure.
+
+        ``post``: PostFilter's result when the split cycle already awaited it.
+        """
         pod = info.pod
         framework = profile.framework
         if self.recorder is not None:
@@ -328,7 +337,7 @@ class Scheduler:
         if node is None:
             # Before PostFilter: nothing has changed the cluster since the decision.
             self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
-            self._handle_failure(profile, state, info, result.status, result, start)
+            self._handle_failure(profile, state, info, result.status, result, start, post)
             return
         self.cache.assume(pod, node)
         try:
@@ -374,6 +383,7 @@ class Scheduler:
         status: Status,
         result: ScheduleResult | None,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
         """Record why, try PostFilter (preemption), and hand the pod back to the queue."""
         pod = info.pod
@@ -390,10 +400,9 @@ class Scheduler:
         if result is not None:
             diagnosis = result.diagnosis
             plugins |= diagnosis.unschedulable_plugins | diagnosis.pending_plugins
-            # kube runs PostFilter on every fit error, a PreFilter rejection and
-            # nodes that are all UnschedulableAndUnresolvable included.
-            if status.is_rejected() and diagnosis.total_nodes and framework.post_filter_calls:
-                post = framework.run_post_filter(state, pod, diagnosis)
+            if _runs_post_filter(profile, result):
+                if post is None:
+                    post = framework.run_post_filter(state, pod, diagnosis)
                 if post.status.is_success() and post.nominated_node_name:
                     self._nominate(pod, post.nominated_node_name)
                 elif post.status.code is Code.ERROR:
@@ -592,3 +601,13 @@ class Scheduler:
             self.queue.requeue_unschedulable(info, plugins)
             self._observe(profile, "unschedulable", start)
         log.info("binding cycle failed", pod=pod.key, node=node, reason=message)
+
+
+def _runs_post_filter(profile: Profile, result: ScheduleResult) -> bool:
+    """kube runs PostFilter on every fit error, a PreFilter rejection and nodes that
+    are all UnschedulableAndUnresolvable included."""
+    return bool(
+        result.status.is_rejected()
+        and result.diagnosis.total_nodes
+        and profile.framework.post_filter_calls
+    )
