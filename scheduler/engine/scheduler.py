@@ -205,10 +205,21 @@ class Scheduler:
             name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
             for name, p in self.profiles.items()
         }
-        for profile in self.profiles.values():
+        for name, profile in self.profiles.items():
             # Preemption's what-if checks count the room nominated pods hold.
             profile.handle.set_nominator(self.queue)
             profile.handle.set_metrics(self.metrics)
+            if profile.framework.extenders is not None:
+                # Extender filter calls of the pods queued next overlap this one's.
+                profile.framework.extenders.prefetch.lookahead = self._lookahead(name)
+
+    def _lookahead(self, scheduler_name: str) -> Callable[[int], list[PodInfo]]:
+        """The next pods of one profile in the queue (see ``ExtenderPrefetch``)."""
+
+        def upcoming(n: int) -> list[PodInfo]:
+            return [p for p in self.queue.peek(n) if p.scheduler_name == scheduler_name]
+
+        return upcoming
 
     async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
         """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.

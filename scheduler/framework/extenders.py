@@ -17,6 +17,7 @@ and the watchdog apply as to any plugin. Each extender's own rules (kube's
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from scheduler.api.results import Diagnosis, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Pod
 from scheduler.config.extenders import EXTENDER_PLUGIN, MAX_EXTENDER_PRIORITY
+from scheduler.framework.extender_prefetch import ExtenderPrefetch
 from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
 
@@ -201,6 +203,8 @@ class ExtenderRunner:
         self.filter_call = filter_call
         self.score_call = score_call
         self.preempt_call = preempt_call
+        #: Filter calls of the next pods, made during this one's (the engine enables it).
+        self.prefetch = ExtenderPrefetch(step, step.step_budget())
 
     def interested(self, pod: PodInfo) -> bool:
         """Whether the pod's cycle awaits an extender (filter, prioritize or preempt)."""
@@ -228,16 +232,18 @@ class ExtenderRunner:
         """
         from scheduler.framework.runtime import PluginFailure  # runtime imports this module
 
-        nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
         framework = self.framework
         call = self.filter_call
-        try:
-            got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
-        except PluginFailure as failure:
-            if call.ignore:
-                framework._ignored(state, call, pod, failure)
-                return nodes.names, Status.success()
-            return [], failure.status
+        got: Any = await self.prefetch.take(pod, feasible)
+        if got is None:
+            nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
+            try:
+                got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
+            except PluginFailure as failure:
+                if call.ignore:
+                    framework._ignored(state, call, pod, failure)
+                    return nodes.names, Status.success()
+                return [], failure.status
         if not isinstance(got, ExtenderFilterOutcome):
             return [], framework._garbage(call, pod, got, "ExtenderFilterOutcome").status
         state.write(FILTER_KEY, got)
@@ -372,7 +378,13 @@ async def schedule_with_extenders(
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)
         return result
     epoch = table.node_epoch
-    names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
+    filtering = asyncio.ensure_future(
+        runner.filter(state, pod, feasible, result.diagnosis, deadline)
+    )
+    if runner.prefetch.lookahead is not None:
+        await asyncio.sleep(0)  # this pod's call first
+        runner.prefetch.launch(algorithm, pod, table, percentage)
+    names, status = await filtering
     if not status.is_success():
         result.status = status
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)

@@ -205,6 +205,14 @@ class Extender(Plugin):
     def prioritizes(self, pod: Pod) -> bool:
         return any(e.config.prioritize_verb and e.interested(pod) for e in self.extenders)
 
+    def filters(self, pod: Pod) -> bool:
+        """Whether a ``filterVerb`` extender is interested in the pod."""
+        return any(e.config.filter_verb and e.interested(pod) for e in self.extenders)
+
+    def binds(self, pod: Pod) -> bool:
+        """Whether a ``bindVerb`` extender is interested in the pod."""
+        return any(e.config.bind_verb and e.interested(pod) for e in self.extenders)
+
     def preempts(self, pod: Pod) -> bool:
         return any(e.config.preempt_verb and e.interested(pod) for e in self.extenders)
 
