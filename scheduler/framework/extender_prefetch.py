@@ -173,7 +173,11 @@ class ExtenderPrefetch:
             self.misses += 1  # errors are the extender's word on this pod now, not then
             return None
         self.hits += 1
-        return restricted(got, names)
+        if len(early.sent) != len(names):  # a node taken since: drop it from the answer
+            got = restricted(got, names)
+        if got.passed == names:
+            got.passed = names  # every node passed: the caller keeps its rows
+        return got
 
     def _cancel(self, key: str) -> None:
         early = self._early.pop(key, None)

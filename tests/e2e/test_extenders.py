@@ -323,3 +323,31 @@ async def test_a_failing_preempt_verb_fails_the_preemption(
     pods = await cluster.pods()
     assert not pods["low"]["metadata"].get("deletionTimestamp")
     assert not ((pods["high"].get("status") or {}).get("nominatedNodeName"))
+
+
+async def test_filter_calls_ahead_never_place_a_pod_where_an_earlier_one_went(
+    cluster: Cluster, start_daemon: StartDaemon, toy: RunningExtender
+) -> None:
+    # Six one-pod nodes and six pods queued together: each pod's filter call
+    # goes out while the pod before it is decided, with that pod's node still
+    # free; at its turn the node is full and must not be chosen.
+    toy.toy.require_label = None
+    for i in range(6):
+        await cluster.create_node(f"n{i}", cpu="1")
+    names = [f"p{i}" for i in range(6)]
+    for name in names:
+        await cluster.create_pod(name, cpu="800m")
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        extenders=[extender(toy.url, filterVerb="filter", nodeCacheCapable=True)],
+    )
+    running = await start_daemon(config)
+    placed = await cluster.wait_bound(names)
+    assert sorted(placed.values()) == sorted(cluster.node_name(f"n{i}") for i in range(6))
+    prefetch = running.daemon.scheduler.profiles[cluster.scheduler_name].framework.extenders
+    assert prefetch is not None
+    assert prefetch.prefetch.hits >= 1, (prefetch.prefetch.hits, prefetch.prefetch.misses)
+    # Each pod's early call named a node an earlier pod then took; none was chosen twice.
+    filters = [body for verb, body in toy.toy.calls if verb == "filter"]
+    assert len(filters) >= len(names)
+    await cluster.assert_bound_exactly_once(names)
