@@ -507,10 +507,20 @@ class ProfileExtensions(_ConfigModel):
         default=None,
         description="Makes this profile a shadow of the named profile: for every pod that "
         "profile decides, this one runs the same scheduling cycle on the same cluster "
-        "snapshot (after the primary's binding is under way) and never reserves, permits or "
+        "snapshot (right after the primary's decision) and never reserves, permits or "
         "binds. Decisions that differ are counted in `scheduler_shadow_divergence_total` and "
         "the last ones kept as explain-style diffs (`GET /shadow`, `pluggable-scheduler "
         "shadow`). Pods asking for a shadow's schedulerName are not scheduled by it.",
+    )
+    shadow_budget: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Only with `shadowOf`: the largest share of the scheduling loop's time "
+        "this shadow may take, e.g. 0.2 for a fifth. Its time is counted as it runs; while "
+        "it is over the share (measured over the last second), the primary's decisions go "
+        "unshadowed and are counted in `scheduler_shadow_skipped_total`. Unset: every "
+        "decision is shadowed, whatever it costs.",
     )
 
 
@@ -853,6 +863,11 @@ def _shadow_problems(config: SchedulerConfiguration) -> list[str]:
     for i, profile in enumerate(config.profiles):
         primary = profile.pluggable_scheduler.shadow_of
         if primary is None:
+            if profile.pluggable_scheduler.shadow_budget is not None:
+                problems.append(
+                    f"profiles[{i}].pluggableScheduler.shadowBudget: only a shadow has a "
+                    "budget; set shadowOf too, or remove shadowBudget"
+                )
             continue
         where = f"profiles[{i}].pluggableScheduler.shadowOf"
         if primary == profile.scheduler_name:

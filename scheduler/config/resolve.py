@@ -147,6 +147,8 @@ class ResolvedProfile:
     shadow_of: str | None = None
     """The profile this one shadows (``pluggableScheduler.shadowOf``): it then only
     re-makes that profile's decisions, never its own (scheduler.engine.shadow)."""
+    shadow_budget: float | None = None
+    """The share of the scheduling loop's time the shadow may take (None: no limit)."""
     warnings: tuple[str, ...] = ()
     """Accepted but noteworthy config entries (field path first), e.g. args for a
     kube-scheduler plugin we do not implement; they are also logged."""
@@ -580,6 +582,7 @@ class _Resolver:
             failure_policy=dict(extensions.failure_policy),
             circuit_breaker=config.pluggable_scheduler.circuit_breaker,
             shadow_of=extensions.shadow_of,
+            shadow_budget=extensions.shadow_budget,
             warnings=tuple(self.warnings[warnings_before:]),
         )
 

@@ -344,10 +344,12 @@ class Scheduler:
         framework = profile.framework
         if self.recorder is not None:
             self._record(pod, result)
+        # On the table the decision was made on: nothing has changed it yet. The
+        # binding cycle's task below starts when this step ends, so the shadows do
+        # not hold the bind back more here than after it.
+        self.shadows.follow(profile, pod, result, self.cache.table)
         node = result.node
         if node is None:
-            # Before PostFilter: nothing has changed the cluster since the decision.
-            self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
             self._handle_failure(profile, state, info, result.status, result, start, post)
             return
         self.cache.assume(pod, node)
@@ -373,7 +375,6 @@ class Scheduler:
         task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
         self._binding_tasks[task] = profile
         task.add_done_callback(self._binding_ended)
-        self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
 
     def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
         """Record the decision on the table it was made on; a failing recording stops."""
