@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scheduler.observability.logging import get_logger
 from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
         ExtenderNodes,
         ExtenderStep,
     )
+
+log = get_logger("scheduler.framework.extender_prefetch")
 
 #: How many queued pods get their extender filter call ahead of their cycle.
 DEPTH = 4
@@ -109,7 +112,11 @@ class ExtenderPrefetch:
                     start = early.start_after
                     continue
                 algorithm.next_start = start
-                launched = self._launch_one(algorithm, other, table, percentage)
+                try:
+                    launched = self._launch_one(algorithm, other, table, percentage)
+                except Exception:  # work ahead must never cost the pod being decided
+                    log.exception("extender filter call ahead failed", pod=other.key)
+                    break
                 if launched is None:
                     break
                 start = launched.start_after
