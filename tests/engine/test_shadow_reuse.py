@@ -70,11 +70,12 @@ CHANGES: dict[str, tuple[dict[str, Any], frozenset[str]]] = {
 }
 
 
-def build(table: NodeTable, change: dict[str, Any]) -> dict[str, Profile]:
+def build(table: NodeTable, change: dict[str, Any], **top: Any) -> dict[str, Profile]:
     config = load_config(
         {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
+            **top,
             "profiles": [
                 {"schedulerName": PRIMARY},
                 {"schedulerName": SHADOW, **change, "pluggableScheduler": {"shadowOf": PRIMARY}},
@@ -95,15 +96,19 @@ def totals(result: ScheduleResult) -> dict[int, int]:
     return dict(zip(scores.nodes.rows.tolist(), scores.total.tolist(), strict=True))
 
 
+@pytest.mark.parametrize("sampled", [False, True])
 @pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("seed", range(3))
-def test_derived_decisions_equal_the_shadows_full_cycle(change: str, seed: int) -> None:
+def test_derived_decisions_equal_the_shadows_full_cycle(
+    change: str, seed: int, sampled: bool
+) -> None:
+    """``sampled``: both profiles score a sample (kube's search from a rotating start)."""
     rng = random.Random(seed)
     table = NodeTable()
-    for i in range(rng.randint(8, 40)):
+    for i in range(rng.randint(300, 400) if sampled else rng.randint(8, 40)):
         table.upsert_node(random_node(rng, i))
     config, want_changed = CHANGES[change]
-    profiles = build(table, config)
+    profiles = build(table, config, **({"percentageOfNodesToScore": 20} if sampled else {}))
     primary, shadow = profiles[PRIMARY], profiles[SHADOW]
     changed = changed_plugins(primary, shadow)
     assert changed == want_changed
@@ -112,10 +117,15 @@ def test_derived_decisions_equal_the_shadows_full_cycle(change: str, seed: int) 
     decide = Algorithm(primary.framework, seed=seed)
     full = Algorithm(shadow.framework, seed=seed)
     templates = _templates()
-    derived = placed = untainted = 0
+    derived = placed = untainted = windows = 0
     for step in range(120):
         pod = replica(rng.choice(templates), f"p-{step}")
-        decided = decide.schedule(primary.framework.new_cycle_state(), pod, table)
+        decided = decide.schedule(
+            primary.framework.new_cycle_state(),
+            pod,
+            table,
+            primary.resolved.percentage_of_nodes_to_score,
+        )
         got = derivation.decide(decided, pod, table, rng=random.Random(step), nominator=None)
         if decided.node is not None:
             placed += 1
@@ -123,7 +133,14 @@ def test_derived_decisions_equal_the_shadows_full_cycle(change: str, seed: int) 
             untainted += "TaintToleration" not in rejecters
         if got is not None:
             derived += 1
-            want = full.schedule(shadow.framework.new_cycle_state(), pod, table)
+            full.next_start = decided.sample_start  # as Shadows does: the same sample
+            want = full.schedule(
+                shadow.framework.new_cycle_state(),
+                pod,
+                table,
+                shadow.resolved.percentage_of_nodes_to_score,
+            )
+            windows += decided.evaluated_nodes < len(table)
             where = f"{change}, step {step}, pod {pod.key}"
             assert got.status.code == want.status.code, where
             assert got.feasible_nodes == want.feasible_nodes, where
@@ -133,6 +150,8 @@ def test_derived_decisions_equal_the_shadows_full_cycle(change: str, seed: int) 
         if decided.node is not None:
             table.add_pod(pod, decided.node)
     assert placed > 20
+    if sampled and derived:  # most derived decisions were on a window of the nodes
+        assert windows > derived / 2, (windows, derived)
     if change == "filter-removed":
         # Derived exactly where TaintToleration rejected nothing in the primary's cycle.
         assert derived == untainted
@@ -149,8 +168,9 @@ def test_profiles_with_different_sampling_are_never_derived() -> None:
 def test_a_sampled_shadow_looks_at_the_nodes_its_primary_looked_at() -> None:
     """percentageOfNodesToScore set: a cycle filters from where the previous one
     stopped. A shadow added mid-run (a reload) has its own rotation; its full cycle
-    starts where the primary's did, so a shadow that changes nothing that matters
-    here (ImageLocality's weight, no pod has images) never diverges."""
+    (derived decisions turned off here) starts where the primary's did, so a shadow
+    that changes nothing that matters here (ImageLocality's weight, no pod has
+    images) never diverges."""
     rng = random.Random(11)
     table = NodeTable()
     for i in range(300):
@@ -191,9 +211,9 @@ def test_a_sampled_shadow_looks_at_the_nodes_its_primary_looked_at() -> None:
         place(step, None)
     assert decide.next_start != 0
     shadows = Shadows()
-    shadows.configure(profiles, seed=3, nominator=None)
+    shadows.configure(profiles, seed=3, nominator=None, reuse=False)
     for step in range(7, 40):
         place(step, shadows)
     derived, full, skipped = shadows.counts()[SHADOW]
-    assert (derived, full, skipped) == (0, 33, 0)  # a sampled decision is not derived
+    assert (derived, full, skipped) == (0, 33, 0)
     assert list(shadows.recent) == []
