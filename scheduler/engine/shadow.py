@@ -275,7 +275,11 @@ class Shadows:
                 if reuse and primary in profiles
                 else None
             )
-            derivation = Derivation(profile.framework, changed) if changed is not None else None
+            derivation = (
+                Derivation(profiles[primary].framework, profile.framework, changed)
+                if changed is not None
+                else None
+            )
             share = profile.resolved.shadow_budget
             budget = Budget(share) if share is not None else None
             self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, derivation, budget))

@@ -132,10 +132,11 @@ class Derivation:
     identical pods they, too, re-run only on the rows that changed.
     """
 
-    def __init__(self, shadow: Framework, changed: frozenset[str]) -> None:
+    def __init__(self, primary: Framework, shadow: Framework, changed: frozenset[str]) -> None:
         self.changed = changed
         self.view = shadow.restricted_to(changed)
         self.weights = {c.plugin: c.weight for c in shadow.score_calls}
+        self.primary_weights = {c.plugin: c.weight for c in primary.score_calls}
         self.batch = BatchCache(self.view)
 
     def decide(
@@ -175,15 +176,22 @@ class Derivation:
         mine = self._changed_scores(state, pod, feasible, signature) if self.changed else {}
         if mine is None:
             return None
-        total = np.zeros(len(feasible), dtype=np.int64)
-        by_plugin: dict[str, PluginScores] = {}
-        for plugin, weight in self.weights.items():
-            got = mine.get(plugin) if plugin in self.changed else primary.by_plugin.get(plugin)
-            if got is None:
-                continue  # skipped by its PreScore, or its failure ignored
-            weighted = got.normalized * weight if weight != 1 else got.normalized
-            total += weighted
-            by_plugin[plugin] = PluginScores(got.raw, got.normalized, weighted)
+        # The primary's total, corrected plugin by plugin where the shadow differs:
+        # a few vector operations however many plugins score.
+        total = primary.total.copy()
+        by_plugin = dict(primary.by_plugin)
+        for plugin, got in primary.by_plugin.items():
+            weight = self.weights.get(plugin)
+            if plugin in self.changed or weight is None:
+                total -= got.weighted
+                del by_plugin[plugin]
+            elif weight != self.primary_weights.get(plugin):
+                weighted = got.normalized * weight
+                total += weighted - got.weighted
+                by_plugin[plugin] = PluginScores(got.raw, got.normalized, weighted)
+        for plugin, got in mine.items():  # weighted with the shadow's weights already
+            total += got.weighted
+            by_plugin[plugin] = got
         tied_rows = feasible.rows[total == total.max()]
         pick = int(tied_rows[rng.randrange(len(tied_rows))])
         return _result(

@@ -113,7 +113,7 @@ def test_derived_decisions_equal_the_shadows_full_cycle(
     changed = changed_plugins(primary, shadow)
     assert changed == want_changed
     assert changed is not None
-    derivation = Derivation(shadow.framework, changed)
+    derivation = Derivation(primary.framework, shadow.framework, changed)
     decide = Algorithm(primary.framework, seed=seed)
     full = Algorithm(shadow.framework, seed=seed)
     templates = _templates()
