@@ -22,6 +22,7 @@ import structlog
 from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.status import Code, Status
+from scheduler.eager import start_eagerly
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
@@ -105,7 +106,7 @@ class Scheduler:
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
-        self._binding_tasks: dict[asyncio.Task[None], Profile] = {}
+        self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
         #: Set while the loop may take pods (cleared by :meth:`quiesce`).
         self._running = asyncio.Event()
         self._running.set()
@@ -188,7 +189,7 @@ class Scheduler:
         if self.recorder is not None:
             self.recorder.close()
 
-    def _binding_ended(self, task: asyncio.Task[None]) -> None:
+    def _binding_ended(self, task: asyncio.Future[None]) -> None:
         self._binding_tasks.pop(task, None)
 
     # -- reconfiguration (config reload) ------------------------------------------
@@ -350,10 +351,13 @@ class Scheduler:
             # A bug past assume must not leave the pod's resources held on the node.
             self.cache.forget(pod.key)
             raise
-        task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
-        self._binding_tasks[task] = profile
-        task.add_done_callback(self._binding_ended)
         self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
+        # Eagerly: Permit's wait, PreBind and the Binding request start now,
+        # not after everything else the loop has ready (see scheduler.eager).
+        task = start_eagerly(self._binding_cycle(profile, state, info, node, start))
+        if not task.done():
+            self._binding_tasks[task] = profile
+            task.add_done_callback(self._binding_ended)
 
     def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
         """Record the decision on the table it was made on; a failing recording stops."""
