@@ -65,10 +65,15 @@ class HoldingPreBind(Plugin):
         super().__init__(args, handle)
         self.hold: dict[str, asyncio.Event] = {}
         self.entered: set[str] = set()
+        #: Called when the named pod's PreBind starts.
+        self.on_enter: dict[str, Callable[[], object]] = {}
 
     @hookimpl
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.entered.add(pod.name)
+        hook = self.on_enter.get(pod.name)
+        if hook is not None:
+            hook()
         gate = self.hold.get(pod.name)
         if gate is not None:
             await gate.wait()
@@ -289,6 +294,25 @@ async def test_the_binding_cycle_starts_within_the_decision() -> None:
     await built.wait(lambda: built.scheduler.scheduled == 2, "the held pod to be bound")
     assert not built.scheduler.busy
     await built.scheduler.drain(grace=1)
+
+
+async def test_an_answer_that_arrives_during_a_decision_is_dealt_with_before_the_next(
+    harness: Harness,
+) -> None:
+    # The answer to pod a's binding arrives while pod b is being decided (its
+    # binding cycle starts within the decision): a's binding cycle must end
+    # before pod c is decided, not wait behind one more decision per step.
+    answer = asyncio.Event()
+    harness.prebind.hold["a"] = answer
+    harness.prebind.on_enter["b"] = answer.set
+    seen_by_c: list[list[str]] = []
+    harness.prebind.on_enter["c"] = lambda: seen_by_c.append(harness.io.reasons("a"))
+    harness.queue.add(pod("a", cpu="1"))
+    await harness.wait(lambda: "a" in harness.prebind.entered, "a to wait for its answer")
+    harness.queue.add(pod("b", cpu="1"))
+    harness.queue.add(pod("c", cpu="1"))
+    await harness.wait(lambda: harness.scheduler.scheduled == 3, "three bindings")
+    assert seen_by_c == [["Scheduled"]]
 
 
 async def test_unschedulable_pod_gets_kube_message_and_condition(harness: Harness) -> None:
