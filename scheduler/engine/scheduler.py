@@ -345,10 +345,12 @@ class Scheduler:
         framework = profile.framework
         if self.recorder is not None:
             self._record(pod, result)
+        # On the table the decision was made on: nothing has changed it yet.
+        # Shadows (when configured) add their cost before the Binding request,
+        # which starts eagerly below.
+        self.shadows.follow(profile, pod, result, self.cache.table)
         node = result.node
         if node is None:
-            # Before PostFilter: nothing has changed the cluster since the decision.
-            self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
             self._handle_failure(profile, state, info, result.status, result, start)
             return
         self.cache.assume(pod, node)
@@ -371,7 +373,6 @@ class Scheduler:
             # A bug past assume must not leave the pod's resources held on the node.
             self.cache.forget(pod.key)
             raise
-        self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
         # Eagerly: Permit's wait, PreBind and the Binding request start now,
         # not after everything else the loop has ready (see scheduler.eager).
         task = start_eagerly(self._binding_cycle(profile, state, info, node, start))

@@ -13,6 +13,7 @@ open the plugin's circuit breaker (:mod:`scheduler.framework.guard`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import math
 import time
@@ -412,6 +413,23 @@ class Framework:
         self.recorder.stuck_calls(self.stuck_calls)
         self.publish_breakers()
         WATCHDOG.ensure_started()
+
+    def restricted_to(self, plugins: Iterable[str]) -> Framework:
+        """This framework's decision hooks (PreFilter to NormalizeScore) for ``plugins`` only.
+
+        A shadow profile that shares all other plugins with its primary
+        computes only what differs (:mod:`scheduler.engine.shadow_reuse`).
+        The copy shares this framework's plugins, breakers and metrics, so
+        the calls it makes are guarded, budgeted and counted like any other.
+        """
+        keep = frozenset(plugins)
+        view = copy.copy(self)
+        view.pre_filter_calls = [c for c in self.pre_filter_calls if c.plugin in keep]
+        view.filter_calls = [c for c in self.filter_calls if c.plugin in keep]
+        view.pre_score_calls = [c for c in self.pre_score_calls if c.plugin in keep]
+        view.score_calls = [c for c in self.score_calls if c.plugin in keep]
+        view.normalize_calls = {p: c for p, c in self.normalize_calls.items() if p in keep}
+        return view
 
     def publish_breakers(self) -> None:
         """Set each plugin's ``scheduler_plugin_circuit_open`` from its breaker.
