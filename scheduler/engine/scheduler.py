@@ -21,6 +21,7 @@ import structlog
 
 from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import PostFilterResult
 from scheduler.api.status import Code, Status
 from scheduler.eager import start_eagerly
 from scheduler.engine.cache import SchedulerCache
@@ -225,10 +226,21 @@ class Scheduler:
             name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
             for name, p in self.profiles.items()
         }
-        for profile in self.profiles.values():
+        for name, profile in self.profiles.items():
             # Preemption's what-if checks count the room nominated pods hold.
             profile.handle.set_nominator(self.queue)
             profile.handle.set_metrics(self.metrics)
+            if profile.framework.extenders is not None:
+                # Extender filter calls of the pods queued next overlap this one's.
+                profile.framework.extenders.prefetch.lookahead = self._lookahead(name)
+
+    def _lookahead(self, scheduler_name: str) -> Callable[[int], list[PodInfo]]:
+        """The next pods of one profile in the queue (see ``ExtenderPrefetch``)."""
+
+        def upcoming(n: int) -> list[PodInfo]:
+            return [p for p in self.queue.peek(n) if p.scheduler_name == scheduler_name]
+
+        return upcoming
 
     async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
         """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.
@@ -324,13 +336,17 @@ class Scheduler:
             self.cache.table,
             profile.resolved.percentage_of_nodes_to_score,
         )
+        post = None
+        if result.node is None and runner.preempts(pod) and _runs_post_filter(profile, result):
+            # PostFilter awaits the extenders' preemptVerb (kube's callExtenders).
+            post = await profile.framework.run_post_filter_async(state, pod, result.diagnosis)
         if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
             # Deleted, replaced or placed while the extenders answered.
             log.info("pod changed during its extender calls", pod=pod.key)
             return
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
-        self._decided(profile, state, info, result, start)
+        self._decided(profile, state, info, result, start, post)
 
     def _decided(
         self,
@@ -339,8 +355,12 @@ class Scheduler:
         info: QueuedPodInfo,
         result: ScheduleResult,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
-        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure."""
+        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure.
+
+        ``post``: PostFilter's result when the split cycle already awaited it.
+        """
         pod = info.pod
         framework = profile.framework
         if self.recorder is not None:
@@ -351,7 +371,7 @@ class Scheduler:
         self.shadows.follow(profile, pod, result, self.cache.table)
         node = result.node
         if node is None:
-            self._handle_failure(profile, state, info, result.status, result, start)
+            self._handle_failure(profile, state, info, result.status, result, start, post)
             return
         self.cache.assume(pod, node)
         try:
@@ -399,6 +419,7 @@ class Scheduler:
         status: Status,
         result: ScheduleResult | None,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
         """Record why, try PostFilter (preemption), and hand the pod back to the queue."""
         pod = info.pod
@@ -415,10 +436,9 @@ class Scheduler:
         if result is not None:
             diagnosis = result.diagnosis
             plugins |= diagnosis.unschedulable_plugins | diagnosis.pending_plugins
-            # kube runs PostFilter on every fit error, a PreFilter rejection and
-            # nodes that are all UnschedulableAndUnresolvable included.
-            if status.is_rejected() and diagnosis.total_nodes and framework.post_filter_calls:
-                post = framework.run_post_filter(state, pod, diagnosis)
+            if _runs_post_filter(profile, result):
+                if post is None:
+                    post = framework.run_post_filter(state, pod, diagnosis)
                 if post.status.is_success() and post.nominated_node_name:
                     self._nominate(pod, post.nominated_node_name)
                 elif post.status.code is Code.ERROR:
@@ -617,3 +637,13 @@ class Scheduler:
             self.queue.requeue_unschedulable(info, plugins)
             self._observe(profile, "unschedulable", start)
         log.info("binding cycle failed", pod=pod.key, node=node, reason=message)
+
+
+def _runs_post_filter(profile: Profile, result: ScheduleResult) -> bool:
+    """kube runs PostFilter on every fit error, a PreFilter rejection and nodes that
+    are all UnschedulableAndUnresolvable included."""
+    return bool(
+        result.status.is_rejected()
+        and result.diagnosis.total_nodes
+        and profile.framework.post_filter_calls
+    )

@@ -98,15 +98,46 @@ class Divergence:
 
 
 @dataclass(slots=True)
+class Budget:
+    """Seconds of shadow work the loop may spend: ``share`` of the time, over a second.
+
+    A token bucket: it fills at ``share`` seconds per second up to ``share``
+    seconds (one second's worth), and every shadow cycle takes what it
+    measured. An empty bucket skips the shadow until it has filled again, so
+    over any stretch of time the shadow takes at most about ``share`` of it,
+    whatever a cycle costs, and a quiet scheduler shadows every decision.
+    """
+
+    share: float
+    tokens: float = 0.0
+    last: float | None = None
+
+    def allows(self, now: float) -> bool:
+        if self.last is None:
+            self.tokens = self.share
+        else:
+            self.tokens = min(self.share, self.tokens + (now - self.last) * self.share)
+        self.last = now
+        return self.tokens > 0
+
+    def spend(self, seconds: float) -> None:
+        self.tokens -= seconds
+
+
+@dataclass(slots=True)
 class _Shadow:
     profile: Profile
     algorithm: Algorithm
     #: How its decisions are derived from the primary's (None: every decision
     #: takes the shadow's full cycle; see :mod:`.shadow_reuse`).
     derivation: Derivation | None
-    #: Decisions derived from the primary's, and decisions that took a full cycle.
+    #: ``pluggableScheduler.shadowBudget`` (None: every decision is shadowed).
+    budget: Budget | None = None
+    #: Decisions derived from the primary's, decisions that took a full cycle, and
+    #: decisions left out to stay within the budget.
     derived: int = 0
     full: int = 0
+    skipped: int = 0
 
     @property
     def reweights(self) -> bool:
@@ -245,13 +276,15 @@ class Shadows:
                 else None
             )
             derivation = Derivation(profile.framework, changed) if changed is not None else None
-            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, derivation))
+            share = profile.resolved.shadow_budget
+            budget = Budget(share) if share is not None else None
+            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, derivation, budget))
         return scheduling
 
-    def derived_and_full(self) -> dict[str, tuple[int, int]]:
-        """Per shadow profile: decisions derived from the primary's, and full cycles."""
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        """Per shadow profile: decisions derived from the primary's, full cycles, skipped."""
         return {
-            s.profile.scheduler_name: (s.derived, s.full)
+            s.profile.scheduler_name: (s.derived, s.full, s.skipped)
             for followers in self._of.values()
             for s in followers
         }
@@ -275,12 +308,21 @@ class Shadows:
         if not shadows:
             return
         for shadow in shadows:
+            budget = shadow.budget
+            start = time.perf_counter()
+            if budget is not None and not budget.allows(start):
+                shadow.skipped += 1
+                if self.metrics is not None:
+                    self.metrics.shadow_skip(shadow.profile.scheduler_name)
+                continue
             try:
                 self._one(shadow, primary, pod, decided, table)
             except Exception:
                 log.exception(
                     "shadow cycle crashed", pod=pod.key, profile=shadow.profile.scheduler_name
                 )
+            if budget is not None:
+                budget.spend(time.perf_counter() - start)
 
     def _one(
         self,
@@ -301,6 +343,9 @@ class Shadows:
         else:
             shadow.full += 1
             state = profile.framework.new_cycle_state()
+            # A sampled cycle (percentageOfNodesToScore) looks at the nodes from
+            # where the primary's started, so the two see the same nodes.
+            shadow.algorithm.next_start = decided.sample_start
             result = shadow.algorithm.schedule(
                 state, pod, table, profile.resolved.percentage_of_nodes_to_score
             )

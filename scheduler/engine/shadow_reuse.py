@@ -15,8 +15,8 @@ It is exact only where the primary's cycle tells the shadow everything the
 shared plugins would say, so :meth:`Derivation.decide` answers None (the
 caller then runs the shadow's full cycle) unless:
 
-- the primary placed the pod after filtering every node: no PreFilter
-  narrowing, no sample, not its nominated node tried alone;
+- the primary placed the pod and every node it evaluated is accounted for
+  (feasible or rejected; with a sample, the window it evaluated);
 - every node a changed plugin rejected in the primary's cycle is rejected by
   the changed plugins again: the plugins after it never saw that node, so
   nothing is known of their verdicts there;
@@ -27,7 +27,7 @@ caller then runs the shadow's full cycle) unless:
   computed over the feasible nodes, so their scores hold only for that set.
 
 Profiles that differ in anything outside their plugins' decision hooks
-(sampling, transformer hooks, HTTP extenders) are never derived
+(the sample size, transformer hooks, HTTP extenders) are never derived
 (:func:`changed_plugins` answers None).
 """
 
@@ -101,12 +101,20 @@ def changed_plugins(primary: Profile, shadow: Profile) -> frozenset[str] | None:
 
 
 def _whole_cycle(decided: ScheduleResult) -> bool:
-    """Whether the primary's cycle placed the pod after filtering and scoring every node."""
+    """Whether the primary placed the pod with every node it evaluated accounted for.
+
+    Each evaluated node is feasible or charged to the plugin that rejected
+    it. With ``percentageOfNodesToScore`` the evaluated nodes are a window
+    from the sample's start: where the changed plugins judge that window as
+    the primary's did, the shadow's search (from the same start) stops at the
+    same node and scores the same sample.
+    """
     outcome = decided.filter_outcome
     if decided.node is None or outcome is None:
         return False
-    if decided.evaluated_nodes != decided.diagnosis.total_nodes:
-        return False  # PreFilter narrowed, or the nominated node was tried alone
+    rejected = sum(len(r.rows) for r in decided.diagnosis.rejections)
+    if decided.evaluated_nodes != len(outcome.feasible) + rejected:
+        return False
     scores = decided.score_outcome
     # More than one feasible node: scored as they are (not sampled, nothing failed).
     return len(outcome.feasible) == 1 or (
