@@ -23,6 +23,7 @@ from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.results import PostFilterResult
 from scheduler.api.status import Code, Status
+from scheduler.eager import start_eagerly
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
@@ -36,6 +37,10 @@ from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
+
+#: Loop iterations between an answered Binding and the end of its binding
+#: cycle (see Scheduler._between_decisions).
+_ANSWER_STEPS = 3
 
 
 def _now_rfc3339() -> str:
@@ -106,7 +111,7 @@ class Scheduler:
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
-        self._binding_tasks: dict[asyncio.Task[None], Profile] = {}
+        self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
         #: Set while the loop may take pods (cleared by :meth:`quiesce`).
         self._running = asyncio.Event()
         self._running.set()
@@ -137,8 +142,24 @@ class Scheduler:
             except Exception:  # a bug must cost one attempt, not the daemon
                 log.exception("scheduling cycle crashed", pod=info.pod.key)
                 self.queue.requeue_error(info)
-            # Let informers and binding tasks run between decisions.
-            await asyncio.sleep(0)
+            await self._between_decisions()
+
+    async def _between_decisions(self) -> None:
+        """Let informers and binding cycles run before the next decision.
+
+        One loop iteration runs only what was ready when it began, and an
+        answered Binding takes three before its binding cycle ends (the
+        response is read, the Bind hook's task ends, the binding cycle
+        resumes). Yielding once per decision would make every such step wait
+        for another decision and everything else the loop has ready: with
+        bindings in flight the loop yields that many times, so an answer is
+        dealt with before the next decision. Iterations with nothing to run
+        cost a few microseconds.
+        """
+        await asyncio.sleep(0)
+        if self._binding_tasks:
+            for _ in range(_ANSWER_STEPS - 1):
+                await asyncio.sleep(0)
 
     async def _wait_unpaused(self) -> bool:
         """A reload is switching profiles: the popped pod waits for the new ones.
@@ -189,7 +210,7 @@ class Scheduler:
         if self.recorder is not None:
             self.recorder.close()
 
-    def _binding_ended(self, task: asyncio.Task[None]) -> None:
+    def _binding_ended(self, task: asyncio.Future[None]) -> None:
         self._binding_tasks.pop(task, None)
 
     # -- reconfiguration (config reload) ------------------------------------------
@@ -344,9 +365,9 @@ class Scheduler:
         framework = profile.framework
         if self.recorder is not None:
             self._record(pod, result)
-        # On the table the decision was made on: nothing has changed it yet. The
-        # binding cycle's task below starts when this step ends, so the shadows do
-        # not hold the bind back more here than after it.
+        # On the table the decision was made on: nothing has changed it yet.
+        # Shadows (when configured) add their cost before the Binding request,
+        # which starts eagerly below.
         self.shadows.follow(profile, pod, result, self.cache.table)
         node = result.node
         if node is None:
@@ -372,9 +393,12 @@ class Scheduler:
             # A bug past assume must not leave the pod's resources held on the node.
             self.cache.forget(pod.key)
             raise
-        task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
-        self._binding_tasks[task] = profile
-        task.add_done_callback(self._binding_ended)
+        # Eagerly: Permit's wait, PreBind and the Binding request start now,
+        # not after everything else the loop has ready (see scheduler.eager).
+        task = start_eagerly(self._binding_cycle(profile, state, info, node, start))
+        if not task.done():
+            self._binding_tasks[task] = profile
+            task.add_done_callback(self._binding_ended)
 
     def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
         """Record the decision on the table it was made on; a failing recording stops."""

@@ -41,6 +41,7 @@ from scheduler.api.views import Node, Nodes, Pod
 from scheduler.config.extenders import EXTENDER_PLUGIN
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
+from scheduler.eager import start_eagerly
 from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.extenders import ExtenderRunner, ExtenderStep
@@ -1544,7 +1545,13 @@ class Framework:
         try:
             result = call(args)
             if inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
+                # A hook with nothing to do returns in its first step: no task
+                # hand-off, no loop iteration (see scheduler.eager).
+                task = (
+                    start_eagerly(result)
+                    if inspect.iscoroutine(result)
+                    else asyncio.ensure_future(result)
+                )
                 if not await _done_within(task, call.budget):
                     abandoned = True
                     self._abandon(call, task, running)
