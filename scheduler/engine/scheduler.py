@@ -365,12 +365,10 @@ class Scheduler:
         framework = profile.framework
         if self.recorder is not None:
             self._record(pod, result)
-        # On the table the decision was made on: nothing has changed it yet.
-        # Shadows (when configured) add their cost before the Binding request,
-        # which starts eagerly below.
-        self.shadows.follow(profile, pod, result, self.cache.table)
         node = result.node
         if node is None:
+            # Before PostFilter: nothing has changed the cluster since the decision.
+            self.shadows.follow(profile, pod, result, self.cache.table)
             self._handle_failure(profile, state, info, result.status, result, start, post)
             return
         self.cache.assume(pod, node)
@@ -399,6 +397,8 @@ class Scheduler:
         if not task.done():
             self._binding_tasks[task] = profile
             task.add_done_callback(self._binding_ended)
+        # With the Binding request out: the shadows cost the primary no latency.
+        self.shadows.follow(profile, pod, result, self.cache.table)
 
     def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
         """Record the decision on the table it was made on; a failing recording stops."""

@@ -8,11 +8,15 @@ no event. A decision that differs is counted in
 ``scheduler_shadow_divergence_total{profile,plugin}`` and the last ones are
 kept as explain-style diffs of the nodes involved.
 
-When it runs: right after the primary's decision, before the pod is assumed
-on its node, in the same synchronous step: the table is exactly the one the
-primary decided on, and nothing can change it in between. The primary's
-binding cycle is a task that starts when that step ends, so the bind goes
-out no later than if the shadows ran after the binding cycle was started.
+When it runs: right after the primary's binding cycle has started, in the
+same synchronous step, so nothing can change the cluster in between. The
+binding cycle starts eagerly, so by then the Binding request is out and the
+shadows add no latency to it. The primary has assumed the pod on its node;
+a shadow that runs plugins sees a what-if copy of the table with that pod
+taken off again (:class:`WhatIfTable`, plus the cluster-wide pod index with
+the pod hidden), which is exactly the snapshot the primary decided on. For a
+pod the primary could not place, the shadow runs before PostFilter, on the
+live table, which nothing has changed yet.
 
 Most shadows differ from their primary in a plugin or two: their decisions
 are derived from the primary's, re-running only the plugins that differ
@@ -28,6 +32,7 @@ favour of the shadow's node.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -45,6 +50,8 @@ from scheduler.framework.profile import Profile
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
+from scheduler.state.podtable import PodTable
+from scheduler.state.whatif import WhatIfTable
 
 log = structlog.get_logger("scheduler.shadow")
 
@@ -155,6 +162,28 @@ def tied_names(result: ScheduleResult, limit: int = TIED_LISTED) -> list[str]:
     if result.node is not None and result.node not in listed:
         listed = [result.node, *listed[: limit - 1]]
     return listed
+
+
+def _without_pod(pods: PodTable, key: str) -> PodTable:
+    """The pod index with one pod on no node (a shallow copy: only ``node_row`` is new)."""
+    row = pods.index.get(key)
+    if row is None or pods.node_row[row] < 0:
+        return pods
+    hidden = copy.copy(pods)
+    hidden.node_row = pods.node_row.copy()
+    hidden.node_row[row] = -1
+    hidden._live_rows = None
+    return hidden
+
+
+def snapshot_before_assume(table: NodeTable, pod: PodInfo) -> NodeTable:
+    """The table as the primary decided on it: the live one minus ``pod``, if assumed since."""
+    if not table.has_pod(pod.key):
+        return table
+    before = WhatIfTable(table)
+    before.remove_pod(pod.key)
+    before.pod_table = _without_pod(table.pod_table, pod.key)
+    return before
 
 
 def _rejecter(result: ScheduleResult, row: int) -> tuple[str, Code, list[str]] | None:
@@ -303,14 +332,18 @@ class Shadows:
         decided: ScheduleResult,
         table: NodeTable,
     ) -> None:
-        """Run every shadow of ``primary`` for ``pod`` on ``table``, as the primary decided on it.
+        """Run every shadow of ``primary`` for ``pod`` on the table the primary decided on.
 
-        A shadow's failure is logged and costs nothing else: the primary's
+        ``table`` is the live one, which may have the pod assumed on its node
+        since; shadows that run plugins then see a what-if copy without it. A
+        shadow's failure is logged and costs nothing else: the primary's
         decision is already made.
         """
         shadows = self._of.get(primary.scheduler_name)
         if not shadows:
             return
+        if not all(s.reweights for s in shadows):
+            table = snapshot_before_assume(table, pod)
         for shadow in shadows:
             budget = shadow.budget
             start = time.perf_counter()
