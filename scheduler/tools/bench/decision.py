@@ -72,18 +72,26 @@ def _container(cpu: str = "100m", memory: str = "500Mi") -> dict[str, Any]:
     }
 
 
-def basic_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
-    spec: dict[str, Any] = {"containers": [_container()], "schedulerName": "pluggable-scheduler"}
+def _pod(
+    name: str,
+    namespace: str,
+    node: str | None,
+    spec: dict[str, Any],
+    labels: dict[str, str] | None = None,
+) -> PodInfo:
+    """A pod of ``spec`` for the bench's scheduler, bound to ``node`` if given."""
+    spec = {**spec, "schedulerName": "pluggable-scheduler"}
     if node is not None:
         spec["nodeName"] = node
-    return PodInfo.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"},
-            "spec": spec,
-        }
-    )
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"}
+    if labels:
+        metadata["labels"] = labels
+    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return PodInfo.from_dict(raw)
+
+
+def basic_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
+    return _pod(name, namespace, node, {"containers": [_container()]})
 
 
 def anti_affinity_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
@@ -92,26 +100,11 @@ def anti_affinity_pod(name: str, namespace: str, node: str | None = None) -> Pod
         "topologyKey": HOSTNAME,
         "namespaces": ["sched-1", "sched-0"],
     }
-    spec: dict[str, Any] = {
+    spec = {
         "containers": [_container()],
-        "schedulerName": "pluggable-scheduler",
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
     }
-    if node is not None:
-        spec["nodeName"] = node
-    return PodInfo.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"{namespace}-{name}",
-                "labels": {"color": "green"},
-            },
-            "spec": spec,
-        }
-    )
+    return _pod(name, namespace, node, spec, {"color": "green"})
 
 
 def hetero_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
@@ -124,25 +117,8 @@ def hetero_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
     number = int(name.rsplit("-", 1)[-1])
     cpu = f"{50 + (number * 37) % 200}m"
     memory = f"{100 + (number * 53) % 900}Mi"
-    spec: dict[str, Any] = {
-        "containers": [_container(cpu, memory)],
-        "schedulerName": "pluggable-scheduler",
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return PodInfo.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"{namespace}-{name}",
-                "labels": {"app": f"hetero-{number}", "size": f"{cpu}-{memory}"},
-            },
-            "spec": spec,
-        }
-    )
+    labels = {"app": f"hetero-{number}", "size": f"{cpu}-{memory}"}
+    return _pod(name, namespace, node, {"containers": [_container(cpu, memory)]}, labels)
 
 
 PodFactory = Callable[[str, str, "str | None"], PodInfo]
