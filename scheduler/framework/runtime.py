@@ -446,11 +446,14 @@ class Framework:
 
         A shadow profile that shares all other plugins with its primary
         computes only what differs (:mod:`scheduler.engine.shadow_reuse`).
-        The copy shares this framework's plugins, breakers and metrics, so
-        the calls it makes are guarded, budgeted and counted like any other.
+        The copy shares this framework's plugins and breakers, so the calls
+        it makes are guarded and budgeted like any other; it records no
+        durations (an extension point's time would be that of a few of its
+        plugins, not the point's).
         """
         keep = frozenset(plugins)
         view = copy.copy(self)
+        view.recorder = NullRecorder()
         view.pre_filter_calls = [c for c in self.pre_filter_calls if c.plugin in keep]
         view.filter_calls = [c for c in self.filter_calls if c.plugin in keep]
         view.pre_score_calls = [c for c in self.pre_score_calls if c.plugin in keep]
