@@ -507,10 +507,11 @@ class ProfileExtensions(_ConfigModel):
         default=None,
         description="Makes this profile a shadow of the named profile: for every pod that "
         "profile decides, this one runs the same scheduling cycle on the same cluster "
-        "snapshot (right after the primary's Binding request went out) and never reserves, permits or "
-        "binds. Decisions that differ are counted in `scheduler_shadow_divergence_total` and "
-        "the last ones kept as explain-style diffs (`GET /shadow`, `pluggable-scheduler "
-        "shadow`). Pods asking for a shadow's schedulerName are not scheduled by it.",
+        "snapshot (right after the primary's Binding request went out) and never reserves, "
+        "permits or binds. Decisions that differ are counted in "
+        "`scheduler_shadow_divergence_total` and the last ones kept as explain-style diffs "
+        "(`GET /shadow`, `pluggable-scheduler shadow`). Pods asking for a shadow's "
+        "schedulerName are not scheduled by it.",
     )
     shadow_budget: float | None = Field(
         default=None,

@@ -23,13 +23,13 @@ from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
 from scheduler.api.results import PostFilterResult
 from scheduler.api.status import Code, Status
-from scheduler.eager import start_eagerly
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
 from scheduler.engine.recording import DecisionRecorder
 from scheduler.engine.shadow import Shadows
 from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.eager import start_eagerly
 from scheduler.framework.extenders import schedule_with_extenders
 from scheduler.framework.profile import Profile
 from scheduler.framework.waiting import WaitingPodEntry, WaitingPods
@@ -392,7 +392,7 @@ class Scheduler:
             self.cache.forget(pod.key)
             raise
         # Eagerly: Permit's wait, PreBind and the Binding request start now,
-        # not after everything else the loop has ready (see scheduler.eager).
+        # not after everything else the loop has ready (see scheduler.framework.eager).
         task = start_eagerly(self._binding_cycle(profile, state, info, node, start))
         if not task.done():
             self._binding_tasks[task] = profile

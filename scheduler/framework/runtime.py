@@ -41,9 +41,9 @@ from scheduler.api.views import Node, Nodes, Pod
 from scheduler.config.extenders import EXTENDER_PLUGIN
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
-from scheduler.eager import start_eagerly
 from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
+from scheduler.framework.eager import start_eagerly
 from scheduler.framework.extenders import ExtenderRunner, ExtenderStep
 from scheduler.framework.guard import WATCHDOG, Breaker, IgnoredFailure, Running, abandon
 from scheduler.framework.overlay import Overlay
@@ -1549,7 +1549,7 @@ class Framework:
             result = call(args)
             if inspect.isawaitable(result):
                 # A hook with nothing to do returns in its first step: no task
-                # hand-off, no loop iteration (see scheduler.eager).
+                # hand-off, no loop iteration (see scheduler.framework.eager).
                 task = (
                     start_eagerly(result)
                     if inspect.iscoroutine(result)

@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from scheduler.eager import start_eagerly
+from scheduler.framework.eager import start_eagerly
 
 LOOP_TURNS = 5
 
