@@ -4,7 +4,8 @@ At 65,000 nodes creating the cluster, starting an emulator preloaded with it
 or waiting for init pods takes minutes; without a line now and then a run
 cannot be told from a hung one. Lines go to stderr (the report goes to
 stdout), at most one per ``interval`` seconds, so a measured window pays
-for a clock read per event and nothing more.
+for a clock read per event and nothing more, and a phase shorter than one
+interval prints nothing: small runs (and the tests) stay quiet by themselves.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from typing import TextIO
 
 #: Seconds between two progress lines of one phase.
 INTERVAL = 10.0
-#: Phases with fewer items than this finish fast enough to need no progress lines.
-MIN_ITEMS = 5000
 
 
 def say(message: str, stream: TextIO | None = None) -> None:
@@ -25,11 +24,8 @@ def say(message: str, stream: TextIO | None = None) -> None:
 
 
 class Progress:
-    """``what: done/total (rate/s)`` every `interval` seconds while `done` moves.
-
-    `total` below :data:`MIN_ITEMS` (and not forced with `always`) makes it
-    silent: small runs and the tests keep their quiet output.
-    """
+    """``what ... done/total in s (rate/s)`` every `interval` seconds, and a last
+    line if it printed any."""
 
     def __init__(
         self,
@@ -37,21 +33,17 @@ class Progress:
         total: int,
         *,
         interval: float = INTERVAL,
-        always: bool = False,
         stream: TextIO | None = None,
     ) -> None:
         self.what = what
         self.total = total
         self.interval = interval
-        self.enabled = always or total >= MIN_ITEMS
         self.stream = stream
         self.started = time.monotonic()
         self._next = self.started + interval
 
     def update(self, done: int) -> None:
         """Print a line if `interval` has passed since the last one."""
-        if not self.enabled:
-            return
         now = time.monotonic()
         if now < self._next:
             return
@@ -59,9 +51,7 @@ class Progress:
         self._line(done, now)
 
     def finish(self, done: int) -> None:
-        """The last line: how many, in how long (only if the phase printed any)."""
-        if not self.enabled:
-            return
+        """The last line: how many, in how long (only if the phase lasted an interval)."""
         now = time.monotonic()
         if now - self.started >= self.interval:
             self._line(done, now, final=True)
