@@ -34,7 +34,7 @@ select victims or candidates themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -180,9 +180,17 @@ class PreemptionPolicy(Protocol):
 class Preemption(Protocol):
     """The evaluator a plugin gets from ``handle.preemption(policy)`` (kube's ``Evaluator``)."""
 
-    def preempt(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> PostFilterResult:
+    def preempt(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> PostFilterResult | Awaitable[PostFilterResult]:
         """kube's ``Preempt``: candidates, dry run, choice, eviction (in the background)
-        and the node to nominate (``nominated_node_name``); Unschedulable and why if none."""
+        and the node to nominate (``nominated_node_name``); Unschedulable and why if none.
+
+        When an HTTP extender with a ``preemptVerb`` is interested in the pod,
+        the answer is an awaitable (the extenders are called between the dry
+        run and the choice): return it from ``post_filter`` as it is, the
+        framework awaits it.
+        """
 
     def admit(self, pod: Pod) -> Status | None:
         """PreEnqueue: hold ``pod`` while its victims are being deleted (None lets it in)."""

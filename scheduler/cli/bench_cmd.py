@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "plugins-affinity": "plugins_affinity",
     "daemon": "daemon",
     "whatif": "whatif",
+    "shadow": "shadow",
 }
 
 

@@ -43,6 +43,7 @@ async def run_daemon(
     from kubernetes_asyncio.config import ConfigException
 
     from scheduler.config import resolve_profiles
+    from scheduler.daemon.allocator import keep_freed_memory
     from scheduler.daemon.daemon import Daemon
     from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
@@ -53,6 +54,9 @@ async def run_daemon(
     # with 10,000 it runs 3 (3.2 s). The daemon also freezes what it holds
     # after the first sync (see Daemon.start_informers).
     gc.set_threshold(10_000, 10, 10)
+    # Decisions allocate and free arrays of one value per node: keep freed
+    # memory for the next one instead of faulting it in again (see the module).
+    keep_freed_memory()
     # Plugin names and args are the config's: refuse them before connecting,
     # so a typo is reported as such, not hidden behind a kubeconfig error.
     catalog = PluginCatalog.discover()

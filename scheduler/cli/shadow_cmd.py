@@ -45,6 +45,9 @@ def fetch(server: str, token: str | None, insecure: bool, query: dict[str, str])
 def _decision(d: dict[str, Any]) -> str:
     node = d.get("node") or "<none>"
     tied = [n for n in d.get("tied") or [] if n != d.get("node")]
+    more = int(d.get("tied_total") or 0) - 1 - len(tied)
+    if more > 0:
+        tied.append(f"{more} more")
     return f"{node} (tied with {', '.join(tied)})" if tied else node
 
 

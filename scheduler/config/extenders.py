@@ -73,7 +73,11 @@ class Extender(_ExtenderModel):
         description="Base URL of the extender; each verb is POSTed to `urlPrefix/verb`.",
     )
     filter_verb: str = Field(default="", description="Verb of the filter call; empty: none.")
-    preempt_verb: str = Field(default="", description="Verb of the preemption call.")
+    preempt_verb: str = Field(
+        default="",
+        description="Verb of the preemption call: the extender may drop candidate nodes or "
+        "narrow their victims.",
+    )
     prioritize_verb: str = Field(default="", description="Verb of the prioritize call.")
     weight: int = Field(
         default=0,
@@ -143,11 +147,6 @@ def extender_problems(extenders: list[Extender]) -> list[str]:
             )
         if ext.bind_verb:
             binders += 1
-        if ext.preempt_verb:
-            problems.append(
-                f"{path}.preemptVerb: not supported yet: pluggable-scheduler's preemption does "
-                "not call extenders (remove preemptVerb; filter, prioritize and bind work)"
-            )
         if ext.http_timeout < 0:
             problems.append(f"{path}.httpTimeout: must not be negative")
         for j, resource in enumerate(ext.managed_resources):

@@ -507,10 +507,20 @@ class ProfileExtensions(_ConfigModel):
         default=None,
         description="Makes this profile a shadow of the named profile: for every pod that "
         "profile decides, this one runs the same scheduling cycle on the same cluster "
-        "snapshot (after the primary's binding is under way) and never reserves, permits or "
+        "snapshot (right after the primary's Binding request went out) and never reserves, permits or "
         "binds. Decisions that differ are counted in `scheduler_shadow_divergence_total` and "
         "the last ones kept as explain-style diffs (`GET /shadow`, `pluggable-scheduler "
         "shadow`). Pods asking for a shadow's schedulerName are not scheduled by it.",
+    )
+    shadow_budget: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Only with `shadowOf`: the largest share of the scheduling loop's time "
+        "this shadow may take, e.g. 0.2 for a fifth. Its time is counted as it runs; while "
+        "it is over the share (measured over the last second), the primary's decisions go "
+        "unshadowed and are counted in `scheduler_shadow_skipped_total`. Unset: every "
+        "decision is shadowed, whatever it costs.",
     )
 
 
@@ -610,9 +620,8 @@ class SchedulerProfile(_ConfigModel):
         ge=0,
         le=100,
         description="Overrides the top-level percentageOfNodesToScore for this profile; "
-        "unset uses the top-level value. An explicit 0 here scores every feasible node "
-        "even when the top-level value is positive (in kube-scheduler a profile's 0 "
-        "means adaptive).",
+        "unset uses the top-level value. An explicit 0 here means kube's adaptive "
+        "percentage, as in kube-scheduler, whatever the top-level value.",
     )
     plugins: Plugins = Field(
         default_factory=Plugins,
@@ -672,8 +681,14 @@ class SchedulerConfiguration(_ConfigModel):
         default=16,
         gt=0,
         le=INT32_MAX,
-        description="Accepted for compatibility; filtering and scoring are vectorised "
-        "over all nodes at once instead of fanned out to workers.",
+        description="Accepted for compatibility and not used: Filter and Score run "
+        "vectorized over all candidate nodes at once on the scheduling thread instead "
+        "of node by node on workers. Measured on the 2-core benchmark machine, "
+        "splitting a Filter and Score pass into chunks on 2 threads (numpy releases the "
+        "GIL) cost 1.6-1.8x the CPU time of one pass at 5,000-15,000 nodes (every "
+        "plugin's per-call Python work repeats per chunk) and more wall time at every "
+        "size up to 65,000; on large clusters the decision time is kept flat by "
+        "percentageOfNodesToScore's sampling instead (BENCHMARKS.md, Decision time).",
     )
     leader_election: LeaderElectionConfiguration = Field(
         default_factory=LeaderElectionConfiguration, description="Leader election."
@@ -681,33 +696,35 @@ class SchedulerConfiguration(_ConfigModel):
     client_connection: ClientConnectionConfiguration = Field(
         default_factory=ClientConnectionConfiguration, description="API server connection."
     )
-    percentage_of_nodes_to_score: int = Field(
-        default=0,
+    percentage_of_nodes_to_score: int | None = Field(
+        default=None,
         ge=0,
         le=100,
-        description="How many feasible nodes to score. 0 (the default) scores every "
-        "feasible node, after filtering every node; there is no adaptive percentage. "
-        "A positive value p (here, or per profile) applies kube-scheduler's "
-        "sample size: every node is still filtered, then the feasible nodes are cut to "
-        "`max(N * p / 100, 100)` for a cluster of N nodes (no cut when N < 100 or p is "
-        "100), "
-        "taken round-robin from a start that moves on every cycle, and only those are "
-        "scored; this also turns off the reuse of results across identical pods. "
-        "kube-scheduler differs: it stops filtering as soon as it has found that many "
-        "feasible nodes, and 0 or unset means adaptive there, "
-        "`max(5, 50 - N / 125)` percent of the nodes, at least 100. "
-        "Measured against kube-scheduler 1.36.3 (fidelity scenario `sampling`: 500 "
-        "identical nodes, 10 pods each preferring a node of its own, so each has one "
-        "best node): with the field unset on both sides, kube evaluated and scored 230 "
-        "nodes per pod (46%: roughly a window of nodes in creation order, moving on by "
-        "230 every cycle) and put 6 of the 10 pods (in each of two runs) on another node "
-        "than the best one, which its sample did not hold (about 54% of pods are "
-        "expected to miss), while we score all 500 and always choose it. With 50 on both "
-        "sides both score 250 nodes per pod (kube evaluates 250, we filter all 500), but "
-        "not the same 250: kube's start moves on across cycles, ours too in the daemon "
-        "(from its own history), and `explain` always starts at the first node, so the "
-        "chosen nodes still differed for 4 to 6 of the 10 pods. Set 100 to score every "
-        "node on both sides.",
+        description="How many feasible nodes to look for and score, as kube-scheduler "
+        "does. Set (here, or per profile, where it wins), it has kube's meaning: a "
+        "cycle filters nodes from where the previous cycle stopped and stops as soon "
+        "as it has found `max(N * p / 100, 100)` feasible nodes for N candidate nodes "
+        "(every node when N < 100 or p is 100), and scores only those; 0 is kube's "
+        "adaptive percentage, `max(5, 50 - N / 125)`. With no Score plugin in the "
+        "profile (and no HTTP extender) one feasible node is enough, as in kube. "
+        "Unset (the default), every node is filtered and scored while there are at "
+        "most 5000 candidate nodes, so the choice never depends on where a sample "
+        "started (kube's adaptive default would score 46% of 500 nodes, 10% of "
+        "5000); above 5000 the adaptive percentage applies, which keeps the decision "
+        "time from growing with the cluster (BENCHMARKS.md, Decision time). "
+        "Sampling turns off the reuse of results across identical pods for that "
+        "cycle. Measured against kube-scheduler 1.36.3 (fidelity scenario "
+        "`sampling`: 500 identical nodes, 10 pods each preferring a node of its own, "
+        "so each has one best node): with the field unset on both sides, kube "
+        "evaluated and scored 230 nodes per pod (46%: a window of nodes in creation "
+        "order, moving on by 230 every cycle) and put 6 of the 10 pods (in each of "
+        "two runs) on another node than the best one, which its sample did not hold "
+        "(about 54% of pods are expected to miss), while we score all 500 and always "
+        "choose it. With 50 on both sides both evaluate and score 250 nodes per pod, "
+        "but not the same 250: kube's start moves on across cycles, ours too in the "
+        "daemon (from its own history), while `explain` always starts at the first "
+        "node, so the chosen nodes still differed for some of the 10 pods. Set 100 "
+        "to score every node on both sides.",
     )
     pod_initial_backoff_seconds: int = Field(
         default=1,
@@ -853,6 +870,11 @@ def _shadow_problems(config: SchedulerConfiguration) -> list[str]:
     for i, profile in enumerate(config.profiles):
         primary = profile.pluggable_scheduler.shadow_of
         if primary is None:
+            if profile.pluggable_scheduler.shadow_budget is not None:
+                problems.append(
+                    f"profiles[{i}].pluggableScheduler.shadowBudget: only a shadow has a "
+                    "budget; set shadowOf too, or remove shadowBudget"
+                )
             continue
         where = f"profiles[{i}].pluggableScheduler.shadowOf"
         if primary == profile.scheduler_name:

@@ -125,9 +125,9 @@ class ResolvedProfile:
     """A profile ready for the framework: who runs where, in which order, with what args."""
 
     scheduler_name: str
-    percentage_of_nodes_to_score: int
-    """Profile value, else the top-level one; 0 means every feasible node is scored
-    (not kube's adaptive percentage), a positive value samples them as kube does."""
+    percentage_of_nodes_to_score: int | None
+    """Profile value, else the top-level one, with kube's meaning (0: adaptive);
+    None when neither is set (see :func:`scheduler.framework.cycle.nodes_to_find`)."""
     plugins: Mapping[ExtensionPoint, tuple[PluginEntry, ...]]
     """Every extension point (all keys present), plugins in run order."""
     plugin_args: Mapping[str, BaseModel]
@@ -147,6 +147,8 @@ class ResolvedProfile:
     shadow_of: str | None = None
     """The profile this one shadows (``pluggableScheduler.shadowOf``): it then only
     re-makes that profile's decisions, never its own (scheduler.engine.shadow)."""
+    shadow_budget: float | None = None
+    """The share of the scheduling loop's time the shadow may take (None: no limit)."""
     warnings: tuple[str, ...] = ()
     """Accepted but noteworthy config entries (field path first), e.g. args for a
     kube-scheduler plugin we do not implement; they are also logged."""
@@ -580,6 +582,7 @@ class _Resolver:
             failure_policy=dict(extensions.failure_policy),
             circuit_breaker=config.pluggable_scheduler.circuit_breaker,
             shadow_of=extensions.shadow_of,
+            shadow_budget=extensions.shadow_budget,
             warnings=tuple(self.warnings[warnings_before:]),
         )
 

@@ -893,5 +893,6 @@ async def _close_extenders(profile: Profile) -> None:
     """Close the connection pools of a profile's HTTP extenders (none: nothing to do)."""
     runner = profile.framework.extenders
     if runner is not None:
+        runner.prefetch.close()
         with contextlib.suppress(Exception):
             await runner.step.close()

@@ -448,6 +448,31 @@ class SchedulingQueue:
                 return self._take(entry)
         return None
 
+    def peek(self, n: int) -> list[PodInfo]:
+        """The next ``n`` pods of activeQ in pop order, left where they are.
+
+        A guess at what :meth:`pop_nowait` will return (a backoff may end or a
+        pod arrive first): for work done ahead that is checked when the pod's
+        turn comes (extender filter calls, see ``framework.extender_prefetch``).
+        Walks the heap from its root, so the cost depends on ``n``, not on the
+        queue's length.
+        """
+        heap = self._active
+        out: list[PodInfo] = []
+        if not heap or n <= 0:
+            return out
+        frontier = [(heap[0], 0)]
+        budget = 8 * n + 32  # stale entries are skipped, within reason
+        while frontier and len(out) < n and budget:
+            budget -= 1
+            (_, token, key), i = heapq.heappop(frontier)
+            if self._current(key, token, ACTIVE):
+                out.append(self._entries[key].info.pod)
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < len(heap):
+                    heapq.heappush(frontier, (heap[child], child))
+        return out
+
     def _earliest_unschedulable_backoff(self) -> _Entry | None:
         best: tuple[float, int] | None = None
         found: _Entry | None = None

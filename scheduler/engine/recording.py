@@ -5,7 +5,8 @@
 ``snapshot`` of every node and bound pod; each decision then carries only
 what changed in the node table since the previous record (node objects
 added, changed or removed; pods added to or taken off a node) before the
-pod, its profile and the node chosen, with every tied node. Deltas are found
+pod, its profile and the node chosen, with every tied node and where the
+cycle's node sample started (``percentageOfNodesToScore``). Deltas are found
 from the table's row generations, so recording needs no informer hook and
 costs a vector compare plus the changed rows per decision.
 
@@ -169,6 +170,7 @@ class DecisionRecorder:
                 "node": result.node,
                 "tied": result.tied if result.node is not None else [],
                 "status": result.status.code.title,
+                "sample_start": result.sample_start,
             }
         )
         assert self._file is not None

@@ -135,9 +135,15 @@ class _Replayer:
             except (InvalidPodError, ValueError) as err:
                 raise UserError(f"{where}: {err}") from None
 
-    def decide(self, name: str, pod: PodInfo, recorded: str | None) -> ScheduleResult:
+    def decide(
+        self, name: str, pod: PodInfo, recorded: str | None, start: int | None = None
+    ) -> ScheduleResult:
+        """``start``: where the recorded cycle's node sample began (recordings made
+        before it was recorded have none: the replay's own rotation then applies)."""
         profile = self.profiles[name]
         algorithm = self.algorithms[name]
+        if start is not None:
+            algorithm.next_start = start
         state = profile.framework.new_cycle_state()
         result = algorithm.schedule(
             state, pod, self.table, profile.resolved.percentage_of_nodes_to_score
@@ -194,11 +200,13 @@ def replay(
             continue
         report.decisions += 1
         recorded_node = record.get("node")
-        result = new.decide(name, pod, recorded_node)
+        start = record.get("sample_start")
+        start = start if isinstance(start, int) else None
+        result = new.decide(name, pod, recorded_node, start)
         if _same(result, recorded_node):
             report.reproduced += 1
             continue
-        report.changes.append(_change(new, old, name, pod, recorded_node, result))
+        report.changes.append(_change(new, old, name, pod, recorded_node, result, start))
     return report
 
 
@@ -209,6 +217,7 @@ def _change(
     pod: PodInfo,
     recorded: str | None,
     result: ScheduleResult,
+    start: int | None,
 ) -> Change:
     table = new.table
     r_row = table.row_of(recorded) if recorded is not None else None
@@ -218,7 +227,7 @@ def _change(
     nodes = {table.names[r]: {"replayed": node_report(result, r, filters)} for r in rows}
     plugin = result.status.plugin or "Score"
     if old is not None and name in old.profiles:
-        before = old.decide(name, pod, recorded)
+        before = old.decide(name, pod, recorded, start)
         plugin = explaining_plugin(before, result, r_row, n_row)
         old_filters = [c.plugin for c in old.profiles[name].framework.filter_calls]
         for r in rows:

@@ -21,7 +21,9 @@ import structlog
 
 from scheduler.api.binding import BindOutcome, BindResult
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.results import PostFilterResult
 from scheduler.api.status import Code, Status
+from scheduler.eager import start_eagerly
 from scheduler.engine.cache import SchedulerCache
 from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
@@ -35,6 +37,10 @@ from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
+
+#: Loop iterations between an answered Binding and the end of its binding
+#: cycle (see Scheduler._between_decisions).
+_ANSWER_STEPS = 3
 
 
 def _now_rfc3339() -> str:
@@ -105,7 +111,7 @@ class Scheduler:
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
-        self._binding_tasks: dict[asyncio.Task[None], Profile] = {}
+        self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
         #: Set while the loop may take pods (cleared by :meth:`quiesce`).
         self._running = asyncio.Event()
         self._running.set()
@@ -136,8 +142,24 @@ class Scheduler:
             except Exception:  # a bug must cost one attempt, not the daemon
                 log.exception("scheduling cycle crashed", pod=info.pod.key)
                 self.queue.requeue_error(info)
-            # Let informers and binding tasks run between decisions.
-            await asyncio.sleep(0)
+            await self._between_decisions()
+
+    async def _between_decisions(self) -> None:
+        """Let informers and binding cycles run before the next decision.
+
+        One loop iteration runs only what was ready when it began, and an
+        answered Binding takes three before its binding cycle ends (the
+        response is read, the Bind hook's task ends, the binding cycle
+        resumes). Yielding once per decision would make every such step wait
+        for another decision and everything else the loop has ready: with
+        bindings in flight the loop yields that many times, so an answer is
+        dealt with before the next decision. Iterations with nothing to run
+        cost a few microseconds.
+        """
+        await asyncio.sleep(0)
+        if self._binding_tasks:
+            for _ in range(_ANSWER_STEPS - 1):
+                await asyncio.sleep(0)
 
     async def _wait_unpaused(self) -> bool:
         """A reload is switching profiles: the popped pod waits for the new ones.
@@ -188,7 +210,7 @@ class Scheduler:
         if self.recorder is not None:
             self.recorder.close()
 
-    def _binding_ended(self, task: asyncio.Task[None]) -> None:
+    def _binding_ended(self, task: asyncio.Future[None]) -> None:
         self._binding_tasks.pop(task, None)
 
     # -- reconfiguration (config reload) ------------------------------------------
@@ -204,10 +226,21 @@ class Scheduler:
             name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
             for name, p in self.profiles.items()
         }
-        for profile in self.profiles.values():
+        for name, profile in self.profiles.items():
             # Preemption's what-if checks count the room nominated pods hold.
             profile.handle.set_nominator(self.queue)
             profile.handle.set_metrics(self.metrics)
+            if profile.framework.extenders is not None:
+                # Extender filter calls of the pods queued next overlap this one's.
+                profile.framework.extenders.prefetch.lookahead = self._lookahead(name)
+
+    def _lookahead(self, scheduler_name: str) -> Callable[[int], list[PodInfo]]:
+        """The next pods of one profile in the queue (see ``ExtenderPrefetch``)."""
+
+        def upcoming(n: int) -> list[PodInfo]:
+            return [p for p in self.queue.peek(n) if p.scheduler_name == scheduler_name]
+
+        return upcoming
 
     async def quiesce(self, profiles: Mapping[str, Profile], within: float) -> int:
         """Pause the loop until no binding cycle runs under ``profiles``; 0 when so.
@@ -303,13 +336,17 @@ class Scheduler:
             self.cache.table,
             profile.resolved.percentage_of_nodes_to_score,
         )
+        post = None
+        if result.node is None and runner.preempts(pod) and _runs_post_filter(profile, result):
+            # PostFilter awaits the extenders' preemptVerb (kube's callExtenders).
+            post = await profile.framework.run_post_filter_async(state, pod, result.diagnosis)
         if not self.queue.owns(info) or self.cache.table.has_pod(pod.key):
             # Deleted, replaced or placed while the extenders answered.
             log.info("pod changed during its extender calls", pod=pod.key)
             return
         if self.metrics is not None:
             self.metrics.observe_algorithm(time.perf_counter() - start)
-        self._decided(profile, state, info, result, start)
+        self._decided(profile, state, info, result, start, post)
 
     def _decided(
         self,
@@ -318,8 +355,12 @@ class Scheduler:
         info: QueuedPodInfo,
         result: ScheduleResult,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
-        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure."""
+        """Act on the decision: assume, Reserve, Permit and the binding cycle, or the failure.
+
+        ``post``: PostFilter's result when the split cycle already awaited it.
+        """
         pod = info.pod
         framework = profile.framework
         if self.recorder is not None:
@@ -327,8 +368,8 @@ class Scheduler:
         node = result.node
         if node is None:
             # Before PostFilter: nothing has changed the cluster since the decision.
-            self.shadows.follow(profile, pod, result, self.cache.table, assumed=False)
-            self._handle_failure(profile, state, info, result.status, result, start)
+            self.shadows.follow(profile, pod, result, self.cache.table)
+            self._handle_failure(profile, state, info, result.status, result, start, post)
             return
         self.cache.assume(pod, node)
         try:
@@ -350,10 +391,14 @@ class Scheduler:
             # A bug past assume must not leave the pod's resources held on the node.
             self.cache.forget(pod.key)
             raise
-        task = asyncio.ensure_future(self._binding_cycle(profile, state, info, node, start))
-        self._binding_tasks[task] = profile
-        task.add_done_callback(self._binding_ended)
-        self.shadows.follow(profile, pod, result, self.cache.table, assumed=True)
+        # Eagerly: Permit's wait, PreBind and the Binding request start now,
+        # not after everything else the loop has ready (see scheduler.eager).
+        task = start_eagerly(self._binding_cycle(profile, state, info, node, start))
+        if not task.done():
+            self._binding_tasks[task] = profile
+            task.add_done_callback(self._binding_ended)
+        # With the Binding request out: the shadows cost the primary no latency.
+        self.shadows.follow(profile, pod, result, self.cache.table)
 
     def _record(self, pod: PodInfo, result: ScheduleResult) -> None:
         """Record the decision on the table it was made on; a failing recording stops."""
@@ -374,6 +419,7 @@ class Scheduler:
         status: Status,
         result: ScheduleResult | None,
         start: float,
+        post: PostFilterResult | None = None,
     ) -> None:
         """Record why, try PostFilter (preemption), and hand the pod back to the queue."""
         pod = info.pod
@@ -390,10 +436,9 @@ class Scheduler:
         if result is not None:
             diagnosis = result.diagnosis
             plugins |= diagnosis.unschedulable_plugins | diagnosis.pending_plugins
-            # kube runs PostFilter on every fit error, a PreFilter rejection and
-            # nodes that are all UnschedulableAndUnresolvable included.
-            if status.is_rejected() and diagnosis.total_nodes and framework.post_filter_calls:
-                post = framework.run_post_filter(state, pod, diagnosis)
+            if _runs_post_filter(profile, result):
+                if post is None:
+                    post = framework.run_post_filter(state, pod, diagnosis)
                 if post.status.is_success() and post.nominated_node_name:
                     self._nominate(pod, post.nominated_node_name)
                 elif post.status.code is Code.ERROR:
@@ -592,3 +637,13 @@ class Scheduler:
             self.queue.requeue_unschedulable(info, plugins)
             self._observe(profile, "unschedulable", start)
         log.info("binding cycle failed", pod=pod.key, node=node, reason=message)
+
+
+def _runs_post_filter(profile: Profile, result: ScheduleResult) -> bool:
+    """kube runs PostFilter on every fit error, a PreFilter rejection and nodes that
+    are all UnschedulableAndUnresolvable included."""
+    return bool(
+        result.status.is_rejected()
+        and result.diagnosis.total_nodes
+        and profile.framework.post_filter_calls
+    )

@@ -8,14 +8,19 @@ no event. A decision that differs is counted in
 ``scheduler_shadow_divergence_total{profile,plugin}`` and the last ones are
 kept as explain-style diffs of the nodes involved.
 
-When it runs: right after the primary's binding cycle was started (the bind
-goes out as soon as the loop runs it, not after the shadow), in the same
-synchronous step, so nothing can change the cluster in between. The primary
-has by then assumed the pod on its node; the shadow sees a what-if copy of
-the table with that pod taken off again (:class:`WhatIfTable`, plus the
-cluster-wide pod index with the pod hidden), which is exactly the snapshot
-the primary decided on. For a pod the primary could not place, the shadow
-runs before PostFilter, on the live table, which nothing has changed yet.
+When it runs: right after the primary's binding cycle has started, in the
+same synchronous step, so nothing can change the cluster in between. The
+binding cycle starts eagerly, so by then the Binding request is out and the
+shadows add no latency to it. The primary has assumed the pod on its node;
+a shadow that runs plugins sees a what-if copy of the table with that pod
+taken off again (:class:`WhatIfTable`, plus the cluster-wide pod index with
+the pod hidden), which is exactly the snapshot the primary decided on. For a
+pod the primary could not place, the shadow runs before PostFilter, on the
+live table, which nothing has changed yet.
+
+Most shadows differ from their primary in a plugin or two: their decisions
+are derived from the primary's, re-running only the plugins that differ
+(:mod:`.shadow_reuse`); the full cycle runs where that cannot be exact.
 
 "Differs" means the shadow would not pick the primary's node: the primary's
 node is not among the shadow's best (tied) nodes, or only one of the two
@@ -38,11 +43,10 @@ import numpy as np
 import structlog
 
 from scheduler.api.status import Code
-from scheduler.config.points import ExtensionPoint
+from scheduler.engine.shadow_reuse import Derivation, changed_plugins
 from scheduler.framework.cycle import Algorithm, ScheduleResult
 from scheduler.framework.handle import Nominator
 from scheduler.framework.profile import Profile
-from scheduler.framework.runtime import PluginScores, ScoreOutcome
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.nodetable import NodeTable
 from scheduler.state.pod import PodInfo
@@ -53,6 +57,9 @@ log = structlog.get_logger("scheduler.shadow")
 
 #: Divergences kept (the oldest go first).
 DEFAULT_KEEP = 100
+
+#: Tied nodes named per decision in a divergence record.
+TIED_LISTED = 10
 
 #: The plugin label of a divergence no plugin's verdict or score explains.
 UNEXPLAINED = "Score"
@@ -68,8 +75,11 @@ class Divergence:
     plugin: str
     primary_node: str | None
     shadow_node: str | None
+    #: The first of each decision's tied nodes (see :func:`tied_names`), and how many tied.
     primary_tied: list[str]
     shadow_tied: list[str]
+    primary_tied_total: int = 0
+    shadow_tied_total: int = 0
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     at: float = 0.0
 
@@ -80,72 +90,78 @@ class Divergence:
             "primary": self.primary,
             "plugin": self.plugin,
             "time": self.at,
-            "primary_decision": {"node": self.primary_node, "tied": list(self.primary_tied)},
-            "shadow_decision": {"node": self.shadow_node, "tied": list(self.shadow_tied)},
+            "primary_decision": {
+                "node": self.primary_node,
+                "tied": list(self.primary_tied),
+                "tied_total": self.primary_tied_total,
+            },
+            "shadow_decision": {
+                "node": self.shadow_node,
+                "tied": list(self.shadow_tied),
+                "tied_total": self.shadow_tied_total,
+            },
             "nodes": self.nodes,
         }
+
+
+@dataclass(slots=True)
+class Budget:
+    """Seconds of shadow work the loop may spend: ``share`` of the time, over a second.
+
+    A token bucket: it fills at ``share`` seconds per second up to ``share``
+    seconds (one second's worth), and every shadow cycle takes what it
+    measured. An empty bucket skips the shadow until it has filled again, so
+    over any stretch of time the shadow takes at most about ``share`` of it,
+    whatever a cycle costs, and a quiet scheduler shadows every decision.
+    """
+
+    share: float
+    tokens: float = 0.0
+    last: float | None = None
+
+    def allows(self, now: float) -> bool:
+        if self.last is None:
+            self.tokens = self.share
+        else:
+            self.tokens = min(self.share, self.tokens + (now - self.last) * self.share)
+        self.last = now
+        return self.tokens > 0
+
+    def spend(self, seconds: float) -> None:
+        self.tokens -= seconds
 
 
 @dataclass(slots=True)
 class _Shadow:
     profile: Profile
     algorithm: Algorithm
-    #: Differs from its primary in Score weights only: its decision is the
-    #: primary's normalized scores weighted anew (see :func:`reweighted`).
-    reweights: bool = False
+    #: How its decisions are derived from the primary's (None: every decision
+    #: takes the shadow's full cycle; see :mod:`.shadow_reuse`).
+    derivation: Derivation | None
+    #: ``pluggableScheduler.shadowBudget`` (None: every decision is shadowed).
+    budget: Budget | None = None
+    #: Decisions derived from the primary's, decisions that took a full cycle, and
+    #: decisions left out to stay within the budget.
+    derived: int = 0
+    full: int = 0
+    skipped: int = 0
+
+    @property
+    def reweights(self) -> bool:
+        """Differs in Score weights only: every decision re-weights the primary's scores."""
+        return self.derivation is not None and not self.derivation.changed
 
 
-def _without_weights(profile: Profile) -> tuple[Any, ...]:
-    """What a decision depends on in a resolved profile, Score weights left out."""
-    resolved = profile.resolved
-    # The order of Score plugins does not change a sum; at other points it matters.
-    plugins = {
-        point: tuple(
-            sorted(e.name for e in entries)
-            if point is ExtensionPoint.SCORE
-            else (e.name for e in entries)
-        )
-        for point, entries in resolved.plugins.items()
-    }
-    return (
-        plugins,
-        dict(resolved.plugin_args),
-        dict(resolved.priorities),
-        dict(resolved.failure_policy),
-        resolved.percentage_of_nodes_to_score,
-    )
+def tied_names(result: ScheduleResult, limit: int = TIED_LISTED) -> list[str]:
+    """The chosen node and the first other tied nodes, ``limit`` names at most.
 
-
-def reweighted(shadow: _Shadow, decided: ScheduleResult, names: list[str]) -> ScheduleResult:
-    """The shadow's decision when only Score weights differ from the primary's.
-
-    Filter verdicts and raw and normalized scores do not depend on weights,
-    so the shadow's cycle would compute the primary's again: only the
-    weighted sum and the pick differ. Exact, at the cost of a few vector
-    operations instead of a second cycle.
+    Identical nodes tie by the thousand; a divergence record names a few.
     """
-    scores = decided.score_outcome
-    if scores is None or not scores.status.is_success() or decided.node is None:
-        return decided  # unschedulable, or one feasible node: the same for any weights
-    weights = {c.plugin: c.weight for c in shadow.profile.framework.score_calls}
-    total = np.zeros(len(scores.nodes), dtype=np.int64)
-    by_plugin: dict[str, PluginScores] = {}
-    for plugin, got in scores.by_plugin.items():
-        weighted = got.normalized * weights.get(plugin, 1)
-        total += weighted
-        by_plugin[plugin] = PluginScores(got.raw, got.normalized, weighted)
-    tied_rows = scores.nodes.rows[total == total.max()]
-    pick = int(tied_rows[shadow.algorithm.rng.randrange(len(tied_rows))])
-    return ScheduleResult(
-        decided.status,
-        names[pick],
-        tied_rows,
-        evaluated_nodes=decided.evaluated_nodes,
-        feasible_nodes=decided.feasible_nodes,
-        filter_outcome=decided.filter_outcome,
-        score_outcome=ScoreOutcome(scores.nodes, total, by_plugin),
-        diagnosis=decided.diagnosis,
-    )
+    names = result.diagnosis.names
+    listed = [names[r] for r in result.tied_rows[:limit].tolist()]
+    if result.node is not None and result.node not in listed:
+        listed = [result.node, *listed[: limit - 1]]
+    return listed
 
 
 def _without_pod(pods: PodTable, key: str) -> PodTable:
@@ -161,7 +177,7 @@ def _without_pod(pods: PodTable, key: str) -> PodTable:
 
 
 def snapshot_before_assume(table: NodeTable, pod: PodInfo) -> NodeTable:
-    """The table as the primary decided on it: the live one minus ``pod`` (assumed since)."""
+    """The table as the primary decided on it: the live one minus ``pod``, if assumed since."""
     if not table.has_pod(pod.key):
         return table
     before = WhatIfTable(table)
@@ -263,9 +279,18 @@ class Shadows:
         self._of: dict[str, list[_Shadow]] = {}
 
     def configure(
-        self, profiles: Mapping[str, Profile], *, seed: int | None, nominator: Nominator | None
+        self,
+        profiles: Mapping[str, Profile],
+        *,
+        seed: int | None,
+        nominator: Nominator | None,
+        reuse: bool = True,
     ) -> dict[str, Profile]:
-        """Take the shadows out of ``profiles``; returns the profiles that schedule."""
+        """Take the shadows out of ``profiles``; returns the profiles that schedule.
+
+        ``reuse=False`` gives every decision the shadow's full cycle (the
+        benchmark measures what deriving decisions saves).
+        """
         self._of = {}
         scheduling: dict[str, Profile] = {}
         for name, profile in profiles.items():
@@ -274,11 +299,28 @@ class Shadows:
                 scheduling[name] = profile
                 continue
             algorithm = Algorithm(profile.framework, seed=seed, nominator=nominator, batching=True)
-            reweights = primary in profiles and _without_weights(profile) == _without_weights(
-                profiles[primary]
+            changed = (
+                changed_plugins(profiles[primary], profile)
+                if reuse and primary in profiles
+                else None
             )
-            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, reweights))
+            derivation = (
+                Derivation(profiles[primary].framework, profile.framework, changed)
+                if changed is not None
+                else None
+            )
+            share = profile.resolved.shadow_budget
+            budget = Budget(share) if share is not None else None
+            self._of.setdefault(primary, []).append(_Shadow(profile, algorithm, derivation, budget))
         return scheduling
+
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        """Per shadow profile: decisions derived from the primary's, full cycles, skipped."""
+        return {
+            s.profile.scheduler_name: (s.derived, s.full, s.skipped)
+            for followers in self._of.values()
+            for s in followers
+        }
 
     def of(self, primary: str) -> list[str]:
         return [s.profile.scheduler_name for s in self._of.get(primary, ())]
@@ -289,27 +331,35 @@ class Shadows:
         pod: PodInfo,
         decided: ScheduleResult,
         table: NodeTable,
-        *,
-        assumed: bool,
     ) -> None:
-        """Run every shadow of ``primary`` for ``pod`` on the snapshot the primary decided on.
+        """Run every shadow of ``primary`` for ``pod`` on the table the primary decided on.
 
-        ``assumed``: the live ``table`` has the pod on its node since. A
+        ``table`` is the live one, which may have the pod assumed on its node
+        since; shadows that run plugins then see a what-if copy without it. A
         shadow's failure is logged and costs nothing else: the primary's
         decision is already made.
         """
         shadows = self._of.get(primary.scheduler_name)
         if not shadows:
             return
-        if assumed and not all(s.reweights for s in shadows):
+        if not all(s.reweights for s in shadows):
             table = snapshot_before_assume(table, pod)
         for shadow in shadows:
+            budget = shadow.budget
+            start = time.perf_counter()
+            if budget is not None and not budget.allows(start):
+                shadow.skipped += 1
+                if self.metrics is not None:
+                    self.metrics.shadow_skip(shadow.profile.scheduler_name)
+                continue
             try:
                 self._one(shadow, primary, pod, decided, table)
             except Exception:
                 log.exception(
                     "shadow cycle crashed", pod=pod.key, profile=shadow.profile.scheduler_name
                 )
+            if budget is not None:
+                budget.spend(time.perf_counter() - start)
 
     def _one(
         self,
@@ -320,10 +370,19 @@ class Shadows:
         table: NodeTable,
     ) -> None:
         profile = shadow.profile
-        if shadow.reweights:
-            result = reweighted(shadow, decided, table.names)
+        result = None
+        if shadow.derivation is not None:
+            result = shadow.derivation.decide(
+                decided, pod, table, rng=shadow.algorithm.rng, nominator=shadow.algorithm.nominator
+            )
+        if result is not None:
+            shadow.derived += 1
         else:
+            shadow.full += 1
             state = profile.framework.new_cycle_state()
+            # A sampled cycle (percentageOfNodesToScore) looks at the nodes from
+            # where the primary's started, so the two see the same nodes.
+            shadow.algorithm.next_start = decided.sample_start
             result = shadow.algorithm.schedule(
                 state, pod, table, profile.resolved.percentage_of_nodes_to_score
             )
@@ -347,8 +406,10 @@ class Shadows:
                     plugin=plugin,
                     primary_node=decided.node,
                     shadow_node=result.node,
-                    primary_tied=decided.tied,
-                    shadow_tied=result.tied,
+                    primary_tied=tied_names(decided),
+                    shadow_tied=tied_names(result),
+                    primary_tied_total=len(decided.tied_rows),
+                    shadow_tied_total=len(result.tied_rows),
                     nodes={
                         table.names[r]: {
                             "primary": node_report(decided, r, primary_filters),

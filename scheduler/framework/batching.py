@@ -45,6 +45,8 @@ _PER_POD_METADATA = frozenset(
     {"name", "generateName", "uid", "resourceVersion", "creationTimestamp", "managedFields"}
 )
 DEFAULT_CAPACITY = 64
+#: Signatures remembered as seen once (see :meth:`BatchCache.admit`).
+SEEN_CAPACITY = 1024
 
 
 def pod_signature(pod: PodInfo) -> bytes | None:
@@ -114,6 +116,7 @@ class BatchCache:
         self.framework = framework
         self.capacity = capacity
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
         self._local = frozenset(
             name
             for name, plugin in framework.plugins.items()
@@ -125,6 +128,25 @@ class BatchCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def admit(self, signature: bytes) -> bool:
+        """Whether pods of ``signature`` go through the cache: from the second one on.
+
+        Storing a pod's verdicts and raw scores costs copies of per-node
+        arrays; for a pod unlike any other (its own labels or sizes) that is
+        pure overhead, about a tenth of a 5,000-node decision. So the first
+        pod of a signature takes the plain path and is only remembered; a
+        second one stores what the third and later ones reuse.
+        """
+        if signature in self._entries:
+            return True
+        if signature in self._seen:
+            del self._seen[signature]
+            return True
+        self._seen[signature] = None
+        while len(self._seen) > SEEN_CAPACITY:
+            self._seen.popitem(last=False)
+        return False
 
     def filters_are_local(self, state: CycleState) -> bool:
         """Whether every Filter plugin that runs for this pod is node-local."""
@@ -253,3 +275,4 @@ class BatchCache:
     def clear(self) -> None:
         """Forget every pod signature's results."""
         self._entries.clear()
+        self._seen.clear()

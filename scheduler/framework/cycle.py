@@ -4,11 +4,17 @@ This is kube-scheduler's ``schedulePod`` over a NodeTable. It is shared by
 the daemon's scheduling cycle and by ``explain``, so what ``explain`` shows is
 exactly what the daemon would decide.
 
-Unlike kube-scheduler, we filter every node by default: vectorized filters
-make that cheap, and it avoids decisions depending on where a round-robin
-sample happened to start. When a profile sets ``percentageOfNodesToScore``
-explicitly, the feasible set is cut to kube's number of nodes, taken
-round-robin from a rotating start, as kube does.
+``percentageOfNodesToScore`` set (at the top level or in the profile, which
+wins) has kube's meaning: Filter runs from where the previous cycle stopped
+and stops once it has found ``num_feasible_nodes_to_find`` feasible nodes
+(0: kube's adaptive percentage), and only those are scored. Filtering is
+vectorized, so "node by node until enough" becomes windows of rows: the
+first window is about the sample size, the next ones sized from the
+feasible ratio seen so far, and the window that completes the count is cut
+at its last needed node, so what is evaluated, found and skipped is what
+kube's sequential reading gives. Unset, we filter and score every node up
+to :data:`ALL_NODES_UP_TO` candidates (no dependence on where a sample
+starts, and it stays cheap there), and apply kube's adaptive rule above.
 """
 
 from __future__ import annotations
@@ -36,12 +42,17 @@ from scheduler.framework.runtime import (
     PluginScores,
     ScoreOutcome,
 )
+from scheduler.state.labels import IntArray
 from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 from scheduler.state.whatif import WhatIfTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+#: With percentageOfNodesToScore unset, clusters up to this many candidate
+#: nodes (after PreFilter) are filtered and scored whole; larger ones take
+#: kube's adaptive sample. Measured in BENCHMARKS.md ("Decision time").
+ALL_NODES_UP_TO = 5000
 
 RESOURCE_CLAIMS_UNSUPPORTED = (
     "pod uses ResourceClaims (spec.resourceClaims), but this profile does not enable the "
@@ -60,6 +71,10 @@ class ScheduleResult:
     filter_outcome: FilterOutcome | None = None
     score_outcome: ScoreOutcome | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    #: Where in the node order this cycle's Filter started (kube's
+    #: ``nextStartNodeIndex`` before it). A shadow profile or a replay of the
+    #: decision starts there too, so that a sample covers the same nodes.
+    sample_start: int = 0
 
     @property
     def tied(self) -> list[str]:
@@ -69,7 +84,7 @@ class ScheduleResult:
 
 
 def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
-    """kube-scheduler's sample size for ``percentageOfNodesToScore``."""
+    """kube-scheduler's sample size for ``percentageOfNodesToScore`` (0: adaptive)."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
         return num_all_nodes
     if percentage <= 0:
@@ -77,6 +92,33 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     if percentage >= 100:
         return num_all_nodes
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def nodes_to_find(num_nodes: int, percentage: int | None) -> int:
+    """How many feasible nodes a cycle over ``num_nodes`` candidates looks for.
+
+    ``percentage`` None (unset everywhere): every node while the cluster is
+    small enough for that to stay cheap, kube's adaptive sample above it.
+    """
+    if percentage is None:
+        if num_nodes <= ALL_NODES_UP_TO:
+            return num_nodes
+        percentage = 0
+    return num_feasible_nodes_to_find(num_nodes, percentage)
+
+
+def _first_window(want: int, num_nodes: int) -> int:
+    """Rows to filter first when ``want`` feasible nodes are sought: a little more than
+    ``want``, so that a few rejected nodes do not cost a second pass."""
+    return min(num_nodes, want + want // 8 + 32)
+
+
+def _next_window(want: int, found: int, evaluated: int, left: int) -> int:
+    """Rows to filter next, from the feasible ratio seen so far (all the rest if none)."""
+    if found == 0:
+        return left
+    needed = (want - found) * evaluated // found
+    return min(left, needed + needed // 4 + 32)
 
 
 class Algorithm:
@@ -154,7 +196,7 @@ class Algorithm:
         return feasible.subset(keep)
 
     def schedule(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int = 0
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int | None = None
     ) -> ScheduleResult:
         """Decide where ``pod`` goes (``result.node`` None: nowhere, see the status).
 
@@ -171,7 +213,7 @@ class Algorithm:
             self.framework.end_cycle(pod, time.perf_counter() - start)
 
     def _schedule(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int
+        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int | None
     ) -> ScheduleResult:
         result, feasible, signature, pod = self._until_feasible(
             state, pod, table, percentage, nominated=True
@@ -185,7 +227,7 @@ class Algorithm:
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
-        percentage: int,
+        percentage: int | None,
         nominated: bool = False,
     ) -> tuple[ScheduleResult, NodeSet | None]:
         """The first half of a split cycle (a pod an HTTP extender takes part in).
@@ -198,7 +240,7 @@ class Algorithm:
         start = time.perf_counter()
         try:
             result, feasible, self.split_signature, self.split_pod = self._until_feasible(
-                state, pod, table, percentage, nominated=nominated
+                state, pod, table, percentage, nominated=nominated, extenders=True
             )
             return result, feasible
         finally:
@@ -239,9 +281,20 @@ class Algorithm:
             self.framework.end_cycle(pod, self.split_seconds + time.perf_counter() - start)
 
     def _until_feasible(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, percentage: int, nominated: bool
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        percentage: int | None,
+        nominated: bool,
+        extenders: bool = False,
     ) -> tuple[ScheduleResult, NodeSet | None, bytes | None, PodInfo]:
-        """PreFilter to the feasible nodes; also the pod as the transformers left it."""
+        """PreFilter to the feasible nodes; also the pod as the transformers left it.
+
+        ``extenders``: HTTP extenders take part (a split cycle), so a profile
+        without Score plugins still looks for the whole sample, as kube does
+        when an extender filters or prioritizes.
+        """
         prepared = self._up_to_filter(state, pod, table)
         if isinstance(prepared, ScheduleResult):
             return prepared, None, None, pod
@@ -250,14 +303,27 @@ class Algorithm:
             on_nominated = self._try_nominated_node(state, pod, table, pre_result, diagnosis)
             if on_nominated is not None:
                 return on_nominated, None, None, pod
-        signature = self._batch_signature(state, pod, pre_result, percentage)
-        result = self._find_feasible(state, pod, nodes, diagnosis, signature)
+        want = nodes_to_find(len(nodes), percentage)
+        if percentage is not None and not extenders and not self.framework.score_calls:
+            want = min(want, 1)  # kube: nothing scores, so the first feasible node will do
+        signature: bytes | None = None
+        start = self.next_start
+        if want < len(nodes):
+            result = self._find_sample(state, pod, nodes, diagnosis, want)
+        else:
+            signature = self._batch_signature(state, pod, pre_result)
+            result = self._find_feasible(state, pod, nodes, diagnosis, signature)
+            self._advance(len(nodes), diagnosis.total_nodes)
+        result.sample_start = start
         feasible = result.filter_outcome.feasible if result.filter_outcome else None
         if not result.status.is_success() or feasible is None:
             return result, None, None, pod
-        if percentage > 0:
-            feasible = self._sample(feasible, diagnosis.total_nodes, percentage)
         return result, feasible, signature, pod
+
+    def _advance(self, processed: int, num_all_nodes: int) -> None:
+        """Move the sampling start past the nodes this cycle processed (kube's
+        ``nextStartNodeIndex``), so that every node gets its turn across pods."""
+        self.next_start = (self.next_start + processed) % max(num_all_nodes, 1)
 
     def _up_to_filter(
         self, state: CycleState, pod: PodInfo, table: NodeTable
@@ -436,13 +502,12 @@ class Algorithm:
         result.node = names[int(tied_rows[self.rng.randrange(len(tied_rows))])]
 
     def _batch_signature(
-        self, state: CycleState, pod: PodInfo, pre_result: PreFilterResult, percentage: int
+        self, state: CycleState, pod: PodInfo, pre_result: PreFilterResult
     ) -> bytes | None:
         """The pod's batching key, or None when this cycle must take the full path."""
         batch = self.batch
         if (
             batch is None
-            or percentage > 0
             or pre_result.node_names is not None
             or pod.nominated_node_name
             or FILTER_OVERLAY_KEY in state  # this pod's view of some nodes is its own
@@ -450,7 +515,10 @@ class Algorithm:
             or not batch.filters_are_local(state)
         ):
             return None
-        return pod_signature(pod)
+        signature = pod_signature(pod)
+        if signature is None or not batch.admit(signature):
+            return None
+        return signature
 
     def _filter(
         self,
@@ -478,14 +546,105 @@ class Algorithm:
             batch.forget(signature)
         return outcome
 
-    def _sample(self, feasible: NodeSet, num_all: int, percentage: int) -> NodeSet:
-        want = num_feasible_nodes_to_find(num_all, percentage)
-        if len(feasible) <= want:
-            return feasible
-        start = self.next_start % len(feasible)
-        idx = (np.arange(want) + start) % len(feasible)
-        self.next_start = (start + want) % max(num_all, 1)
-        return NodeSet(feasible.table, feasible.rows[idx])
+    def _find_sample(
+        self, state: CycleState, pod: PodInfo, nodes: NodeSet, diagnosis: Diagnosis, want: int
+    ) -> ScheduleResult:
+        """kube's ``findNodesThatPassFilters``: Filter from the rotating start until
+        ``want`` nodes passed (nominated pods' room held), then stop.
+
+        kube checks node by node (on 16 goroutines); here windows of rows are
+        filtered at once, and the window that completes the count is cut just
+        after the ``want``-th feasible node: nodes past it count as not
+        evaluated (their rejections are dropped from the diagnosis), and the
+        start moves on by the nodes evaluated, as kube's does. Reuse across
+        identical pods does not apply (each cycle sees another window).
+        """
+        table = nodes.table
+        # Every node: kube's node list order (zones interleaved). A PreFilter
+        # result's nodes: their row order (kube's is that of a Go map there).
+        order = table.sampling_order() if len(nodes) == len(table) else nodes.rows
+        n = len(order)
+        start = self.next_start % n
+        found: list[IntArray] = []
+        count = 0
+        evaluated = 0
+        status = Status.success()
+        size = _first_window(want, n)
+        began = time.perf_counter()
+        while evaluated < n:
+            rows = _rotated_window(order, start + evaluated, size)
+            part = Diagnosis(names=diagnosis.names, total_nodes=diagnosis.total_nodes)
+            outcome = self.framework.run_filter(
+                state, pod, NodeSet(table, rows), part, observe=False
+            )
+            status = outcome.status
+            feasible = outcome.feasible.rows
+            if status.is_success() and self.nominator is not None and len(feasible):
+                feasible = self._filter_with_nominated(state, pod, outcome.feasible, part).rows
+            cut = len(rows)
+            need = want - count
+            if status.is_success() and len(feasible) >= need:
+                feasible = feasible[:need]
+                cut = int(np.flatnonzero(rows == feasible[-1])[0]) + 1
+            _add_evaluated(diagnosis, part, table, rows[cut:])
+            found.append(feasible)
+            count += len(feasible)
+            evaluated += cut
+            if not status.is_success() or count >= want:
+                break
+            size = _next_window(want, count, evaluated, n - evaluated)
+        # One Filter observation per cycle, as kube makes (its search is one loop).
+        code = Code.SUCCESS if status.is_success() else Code.ERROR
+        self.framework.recorder.point_duration("Filter", code, time.perf_counter() - began)
+        self._advance(evaluated, diagnosis.total_nodes)
+        diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
+        chosen = NodeSet(table, np.concatenate(found) if len(found) > 1 else found[0])
+        result = ScheduleResult(
+            status,
+            evaluated_nodes=evaluated,
+            feasible_nodes=len(chosen),
+            filter_outcome=FilterOutcome(chosen, diagnosis, status),
+            diagnosis=diagnosis,
+        )
+        if status.is_success() and not len(chosen):
+            result.status = Status(Code.UNSCHEDULABLE, (diagnosis.message(),))
+        return result
+
+
+def _rotated_window(order: IntArray, begin: int, size: int) -> IntArray:
+    """``size`` entries of ``order`` from position ``begin``, wrapping around its end."""
+    n = len(order)
+    begin %= n
+    end = begin + size
+    if end <= n:
+        return order[begin:end]
+    return np.concatenate((order[begin:], order[: end - n]))
+
+
+def _add_evaluated(
+    diagnosis: Diagnosis, part: Diagnosis, table: NodeTable, not_evaluated: IntArray
+) -> None:
+    """Add ``part``'s rejections to ``diagnosis``, minus those of nodes past the cut."""
+    if not len(not_evaluated):
+        for rejection in part.rejections:
+            diagnosis.add(rejection)
+        return
+    skipped = np.zeros(table.size, dtype=np.bool_)
+    skipped[not_evaluated] = True
+    for rejection in part.rejections:
+        keep = ~skipped[rejection.rows]
+        if keep.all():
+            diagnosis.add(rejection)
+        elif keep.any():
+            diagnosis.add(
+                Rejection(
+                    rejection.plugin,
+                    rejection.rows[keep],
+                    rejection.codes[keep],
+                    rejection.reason_bits[keep],
+                    rejection.reasons,
+                )
+            )
 
 
 class ExtraScores(Protocol):

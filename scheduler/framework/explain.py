@@ -421,12 +421,13 @@ def explain(
     algorithm = Algorithm(framework, seed=seed)
     percentage = profile.resolved.percentage_of_nodes_to_score
     runner = framework.extenders
+    awaited: PostFilterResult | None = None
     if runner is not None and runner.interested(pod):
-        result = _with_extenders(algorithm, runner, state, pod, table, percentage)
+        result, awaited = _with_extenders(profile, algorithm, runner, state, pod, table, percentage)
     else:
         result = algorithm.schedule(state, pod, table, percentage)
 
-    post_filter = _post_filter(profile, state, pod, result)
+    post_filter = _post_filter(profile, state, pod, result, awaited)
     plugin_times = sorted(
         (
             PluginTime(point, plugin, seconds)
@@ -468,11 +469,11 @@ def explain(
         notes.append(
             f"the pod is nominated to {result.node} and fits there: no other node was evaluated"
         )
-    scored = sum(1 for r in nodes.values() if r.scored)
-    if result.score_outcome is not None and scored < result.feasible_nodes:
+    unevaluated = sum(1 for r in nodes.values() if not r.evaluated)
+    if unevaluated and not nominated_only and result.filter_outcome is not None:
         notes.append(
-            f"percentageOfNodesToScore: {scored} of {result.feasible_nodes} feasible nodes "
-            "were scored"
+            f"percentageOfNodesToScore: Filter stopped once {result.feasible_nodes} feasible "
+            f"nodes were found; {unevaluated} of {len(table)} nodes were not evaluated"
         )
 
     return Explanation(
@@ -498,23 +499,30 @@ def explain(
 
 
 def _with_extenders(
+    profile: Profile,
     algorithm: Algorithm,
     runner: ExtenderRunner,
     state: CycleState,
     pod: PodInfo,
     table: NodeTable,
-    percentage: int,
-) -> ScheduleResult:
-    """The cycle with the HTTP extenders called, as the daemon calls them.
+    percentage: int | None,
+) -> tuple[ScheduleResult, PostFilterResult | None]:
+    """The cycle with the HTTP extenders called, as the daemon calls them; and
+    PostFilter's result when an extender's ``preemptVerb`` made it await.
 
     ``explain`` is synchronous: the calls run on an event loop of their own
     (on a thread when the caller already runs one), and their connection
     pools are closed with it.
     """
+    framework = profile.framework
 
-    async def cycle() -> ScheduleResult:
+    async def cycle() -> tuple[ScheduleResult, PostFilterResult | None]:
         try:
-            return await schedule_with_extenders(algorithm, runner, state, pod, table, percentage)
+            result = await schedule_with_extenders(algorithm, runner, state, pod, table, percentage)
+            post = None
+            if runner.preempts(pod) and _post_filter_runs(profile, result) is None:
+                post = await framework.run_post_filter_async(state, pod, result.diagnosis)
+            return result, post
         finally:
             await runner.step.close()
 
@@ -550,13 +558,10 @@ def _add_details(
                     nodes[name].details = [str(line) for line in lines]
 
 
-def _post_filter(
-    profile: Profile, state: CycleState, pod: PodInfo, result: ScheduleResult
-) -> PostFilterReport | None:
-    """PostFilter as the daemon would run it, without the power to act."""
+def _post_filter_runs(profile: Profile, result: ScheduleResult) -> PostFilterReport | None:
+    """None when PostFilter runs after ``result``; else the report saying why not."""
     if result.node is not None:
         return None
-    framework = profile.framework
     # As the daemon (and kube): PostFilter runs on every rejection of a cycle
     # that saw nodes, UnschedulableAndUnresolvable and PreFilter ones included.
     if not result.status.is_rejected() or not result.diagnosis.total_nodes:
@@ -564,7 +569,7 @@ def _post_filter(
             Code.ERROR: "the attempt failed with an error, PostFilter does not run",
         }.get(result.status.code, f"PostFilter does not run on {result.status.code.title}")
         return PostFilterReport(False, why)
-    if not framework.post_filter_calls:
+    if not profile.framework.post_filter_calls:
         why = (
             f"no PostFilter plugin is enabled in profile {profile.scheduler_name!r} "
             "(DefaultPreemption is not installed): nothing would be preempted"
@@ -575,7 +580,28 @@ def _post_filter(
                 "so preemption could not help anyway"
             )
         return PostFilterReport(False, why)
-    got: PostFilterResult = framework.run_post_filter(state, pod, result.diagnosis)
+    return None
+
+
+def _post_filter(
+    profile: Profile,
+    state: CycleState,
+    pod: PodInfo,
+    result: ScheduleResult,
+    awaited: PostFilterResult | None = None,
+) -> PostFilterReport | None:
+    """PostFilter as the daemon would run it, without the power to act (``awaited``:
+    its result already, when the extenders' preemptVerb made it await)."""
+    if result.node is not None:
+        return None
+    not_run = _post_filter_runs(profile, result)
+    if not_run is not None:
+        return not_run
+    got: PostFilterResult = (
+        awaited
+        if awaited is not None
+        else profile.framework.run_post_filter(state, pod, result.diagnosis)
+    )
     status = got.status
     if status.is_success() and got.nominated_node_name:
         explanation = (

@@ -17,18 +17,21 @@ and the watchdog apply as to any plugin. Each extender's own rules (kube's
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from scheduler.api.cyclestate import CycleState
+from scheduler.api.preemption import Candidate
 from scheduler.api.results import Diagnosis, Rejection
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Pod
 from scheduler.config.extenders import EXTENDER_PLUGIN, MAX_EXTENDER_PRIORITY
+from scheduler.framework.extender_prefetch import ExtenderPrefetch
 from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
 
@@ -107,6 +110,30 @@ class ExtenderScores:
         return self.raw.get(node, 0) * self.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
 
 
+@dataclass(frozen=True, slots=True)
+class ExtenderVictims:
+    """The victims on one node as extenders see them (kube's ``extenderv1.Victims``)."""
+
+    pods: list[Pod]
+    num_pdb_violations: int
+
+
+#: A node's pods by UID (None: no such node), to resolve the UIDs an extender answers with.
+PodsOn = Callable[[str], Mapping[str, Pod] | None]
+
+
+@dataclass(slots=True)
+class ExtenderPreemptOutcome:
+    """All interested extenders' preempt calls, in order, each on what the last left."""
+
+    #: The candidates' victims after the last extender called (kube's ``victimsMap``).
+    victims: dict[str, ExtenderVictims] = field(default_factory=dict)
+    #: Non-empty: a non-ignorable extender failed; kube's error text (fails the preemption).
+    error: str = ""
+    #: Ignorable extenders that failed and were skipped: (extender, error).
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
 @runtime_checkable
 class ExtenderStep(Protocol):
     """What the framework needs of the ``Extender`` plugin."""
@@ -122,6 +149,21 @@ class ExtenderStep(Protocol):
 
     def step_budget(self) -> float:
         """Seconds the filter and prioritize calls of one pod may take in all."""
+
+    def preempts(self, pod: Pod) -> bool:
+        """Whether an extender with a ``preemptVerb`` is interested in the pod."""
+
+    def preempt_budget(self) -> float:
+        """Seconds the preempt calls of one pod may take in all."""
+
+    async def process_preemption(
+        self,
+        pod: Pod,
+        victims: dict[str, ExtenderVictims],
+        pods_on: PodsOn,
+        deadline: float,
+    ) -> ExtenderPreemptOutcome:
+        """kube's ``callExtenders`` loop over ``ProcessPreemption``."""
 
     async def filter_nodes(
         self, pod: Pod, nodes: ExtenderNodes, deadline: float
@@ -141,6 +183,8 @@ class ExtenderStep(Protocol):
 FILTER_KEY = "pluggable-scheduler/extender-filter"
 #: Cycle-state key of the extenders' scores.
 SCORES_KEY = "pluggable-scheduler/extender-scores"
+#: Cycle-state key of the extenders' preemption outcome.
+PREEMPT_KEY = "pluggable-scheduler/extender-preempt"
 
 
 class ExtenderRunner:
@@ -152,14 +196,22 @@ class ExtenderRunner:
         step: ExtenderStep,
         filter_call: PluginCall,
         score_call: PluginCall,
+        preempt_call: PluginCall,
     ) -> None:
         self.framework = framework
         self.step = step
         self.filter_call = filter_call
         self.score_call = score_call
+        self.preempt_call = preempt_call
+        #: Filter calls of the next pods, made during this one's (the engine enables it).
+        self.prefetch = ExtenderPrefetch(step, step.step_budget())
 
     def interested(self, pod: PodInfo) -> bool:
-        return self.step.interested(pod)
+        """Whether the pod's cycle awaits an extender (filter, prioritize or preempt)."""
+        return self.step.interested(pod) or self.step.preempts(pod)
+
+    def preempts(self, pod: PodInfo) -> bool:
+        return self.step.preempts(pod)
 
     def deadline(self) -> float:
         """The pod's scheduling deadline for this step (a monotonic instant)."""
@@ -180,16 +232,18 @@ class ExtenderRunner:
         """
         from scheduler.framework.runtime import PluginFailure  # runtime imports this module
 
-        nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
         framework = self.framework
         call = self.filter_call
-        try:
-            got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
-        except PluginFailure as failure:
-            if call.ignore:
-                framework._ignored(state, call, pod, failure)
-                return nodes.names, Status.success()
-            return [], failure.status
+        got: Any = await self.prefetch.take(pod, feasible)
+        if got is None:
+            nodes = ExtenderNodes.of(feasible, self.step.needs_objects(pod))
+            try:
+                got = await framework._invoke_async(call, (pod, nodes, deadline), pod)
+            except PluginFailure as failure:
+                if call.ignore:
+                    framework._ignored(state, call, pod, failure)
+                    return nodes.names, Status.success()
+                return [], failure.status
         if not isinstance(got, ExtenderFilterOutcome):
             return [], framework._garbage(call, pod, got, "ExtenderFilterOutcome").status
         state.write(FILTER_KEY, got)
@@ -222,6 +276,60 @@ class ExtenderRunner:
         state.write(SCORES_KEY, got)
         return got
 
+    async def preempt(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        candidates: Sequence[Candidate],
+        table: NodeTable,
+    ) -> tuple[list[Candidate], Status]:
+        """kube's ``callExtenders``: the candidates the preempt extenders leave, or an Error.
+
+        Called between the dry run and the choice of a candidate. The
+        extenders may drop candidates or narrow their victims; the UIDs they
+        answer with are resolved against the pods on the node now.
+        """
+        from scheduler.framework.runtime import PluginFailure  # runtime imports this module
+
+        victims: dict[str, ExtenderVictims] = {}
+        for candidate in candidates:  # kube's CandidatesToVictimsMap: one entry per node
+            victims[candidate.node] = ExtenderVictims(
+                list(candidate.victims), candidate.num_pdb_violations
+            )
+        if not victims:
+            return list(candidates), Status.success()
+        deadline = time.monotonic() + self.step.preempt_budget()
+        call = self.preempt_call
+        framework = self.framework
+        try:
+            got = await framework._invoke_async(call, (pod, victims, pods_on(table), deadline), pod)
+        except PluginFailure as failure:
+            if call.ignore:
+                framework._ignored(state, call, pod, failure)
+                return list(candidates), Status.success()
+            return [], failure.status
+        if not isinstance(got, ExtenderPreemptOutcome):
+            return [], framework._garbage(call, pod, got, "ExtenderPreemptOutcome").status
+        state.write(PREEMPT_KEY, got)
+        if got.error:
+            return [], Status(Code.ERROR, (got.error,), EXTENDER_PLUGIN)
+        out = [
+            Candidate(node, tuple(v.pods), v.num_pdb_violations) for node, v in got.victims.items()
+        ]
+        return out, Status.success()
+
+
+def pods_on(table: NodeTable) -> PodsOn:
+    """What kube's ``convertPodUIDToPod`` searches: the pods on a node (assumed ones too)."""
+
+    def lookup(node: str) -> Mapping[str, Pod] | None:
+        row = table.row_of(node)
+        if row is None:
+            return None
+        return {p.uid: p for p in table.pods[row].values() if p.uid}
+
+    return lookup
+
 
 def rows_of(table: NodeTable, names: list[str]) -> NodeSet:
     """``names`` as rows of ``table`` now (nodes deleted during an await drop out).
@@ -239,7 +347,7 @@ async def schedule_with_extenders(
     state: CycleState,
     pod: PodInfo,
     table: NodeTable,
-    percentage: int,
+    percentage: int | None,
 ) -> ScheduleResult:
     """A whole split cycle: Filter, the extenders' filter and prioritize, Score, choice.
 
@@ -248,6 +356,9 @@ async def schedule_with_extenders(
     too), and a single feasible node is chosen without scores, so the
     prioritizers are not called then.
     """
+    if not runner.step.interested(pod):
+        # Only a preemptVerb extender takes part: PostFilter awaits, the cycle does not.
+        return algorithm.schedule(state, pod, table, percentage)
     deadline = runner.deadline()
     result, feasible = algorithm.find_feasible(state, pod, table, percentage, nominated=True)
     spent = algorithm.split_seconds
@@ -267,7 +378,13 @@ async def schedule_with_extenders(
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)
         return result
     epoch = table.node_epoch
-    names, status = await runner.filter(state, pod, feasible, result.diagnosis, deadline)
+    filtering = asyncio.ensure_future(
+        runner.filter(state, pod, feasible, result.diagnosis, deadline)
+    )
+    if runner.prefetch.lookahead is not None:
+        await asyncio.sleep(0)  # this pod's call first
+        runner.prefetch.launch(algorithm, pod, table, percentage)
+    names, status = await filtering
     if not status.is_success():
         result.status = status
         algorithm.framework.end_cycle(pod, algorithm.split_seconds)

@@ -13,6 +13,7 @@ open the plugin's circuit breaker (:mod:`scheduler.framework.guard`).
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import math
 import time
@@ -40,6 +41,7 @@ from scheduler.api.views import Node, Nodes, Pod
 from scheduler.config.extenders import EXTENDER_PLUGIN
 from scheduler.config.models import CircuitBreakerConfig, FailurePolicy, HookTimeouts
 from scheduler.config.points import ExtensionPoint
+from scheduler.eager import start_eagerly
 from scheduler.framework import promises
 from scheduler.framework.apiviews import hook_function
 from scheduler.framework.extenders import ExtenderRunner, ExtenderStep
@@ -297,6 +299,33 @@ def _describe(value: Any) -> str:
     return type(value).__name__ if value is not None else "None"
 
 
+class _PostFilterRun:
+    """The PostFilter plugins' answers so far: the last meaningful one, and the messages."""
+
+    def __init__(self) -> None:
+        self.result = PostFilterResult(Status.unschedulable())
+        self.messages: list[str] = []
+
+    def take(self, candidate: PostFilterResult | None) -> bool:
+        """Record one plugin's answer; True when no further plugin runs."""
+        if candidate is None:
+            return False
+        self.result = candidate
+        status = candidate.status
+        if status.is_success():
+            return True
+        if status.message():
+            self.messages.append(status.message())
+        return False
+
+
+def _discard(awaitable: Any) -> None:
+    """Close a coroutine that will not be awaited (no "never awaited" warning)."""
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
+
+
 async def _done_within(task: asyncio.Future[Any], seconds: float) -> bool:
     """Wait up to ``seconds`` for ``task``; never cancel it, never wait longer.
 
@@ -412,6 +441,26 @@ class Framework:
         self.publish_breakers()
         WATCHDOG.ensure_started()
 
+    def restricted_to(self, plugins: Iterable[str]) -> Framework:
+        """This framework's decision hooks (PreFilter to NormalizeScore) for ``plugins`` only.
+
+        A shadow profile that shares all other plugins with its primary
+        computes only what differs (:mod:`scheduler.engine.shadow_reuse`).
+        The copy shares this framework's plugins and breakers, so the calls
+        it makes are guarded and budgeted like any other; it records no
+        durations (an extension point's time would be that of a few of its
+        plugins, not the point's).
+        """
+        keep = frozenset(plugins)
+        view = copy.copy(self)
+        view.recorder = NullRecorder()
+        view.pre_filter_calls = [c for c in self.pre_filter_calls if c.plugin in keep]
+        view.filter_calls = [c for c in self.filter_calls if c.plugin in keep]
+        view.pre_score_calls = [c for c in self.pre_score_calls if c.plugin in keep]
+        view.score_calls = [c for c in self.score_calls if c.plugin in keep]
+        view.normalize_calls = {p: c for p, c in self.normalize_calls.items() if p in keep}
+        return view
+
     def publish_breakers(self) -> None:
         """Set each plugin's ``scheduler_plugin_circuit_open`` from its breaker.
 
@@ -472,7 +521,9 @@ class Framework:
         budget = step.step_budget() + EXTENDER_BUDGET_SLACK
         ignore = self.failure_policy.get(EXTENDER_PLUGIN) == "Ignore"
 
-        def call(point: str, hook: str, fn: Callable[..., Any]) -> PluginCall:
+        def call(
+            point: str, hook: str, fn: Callable[..., Any], budget: float = budget
+        ) -> PluginCall:
             made = PluginCall(
                 EXTENDER_PLUGIN,
                 fn,
@@ -495,6 +546,12 @@ class Framework:
             step,
             call("Filter", "filter", step.filter_nodes),
             call("Score", "score", step.prioritize_nodes),
+            call(
+                "PostFilter",
+                "post_filter",
+                step.process_preemption,
+                step.preempt_budget() + EXTENDER_BUDGET_SLACK,
+            ),
         )
 
     def _budget(self, hook: str, field_name: str, plugin: str) -> float:
@@ -1016,11 +1073,15 @@ class Framework:
         pod: PodInfo,
         nodes: NodeSet,
         diagnosis: Diagnosis | None = None,
+        *,
+        observe: bool = True,
     ) -> FilterOutcome:
         """Narrow ``nodes`` plugin by plugin; each node is charged to the first rejecter.
 
         Rejections are added to ``diagnosis`` (a new one if not given). An
-        ignored failure lets every candidate through that plugin.
+        ignored failure lets every candidate through that plugin. ``observe``:
+        record the Filter point's duration (False when the caller runs Filter
+        over several windows of one cycle and records the cycle's total).
         """
         start = time.perf_counter()
         if diagnosis is None:
@@ -1095,12 +1156,14 @@ class Framework:
                 if call.ignore:
                     self._ignored(state, call, pod, failure)
                     continue
-                self.recorder.point_duration("Filter", Code.ERROR, time.perf_counter() - start)
+                if observe:
+                    self.recorder.point_duration("Filter", Code.ERROR, time.perf_counter() - start)
                 if overlay is not None:
                     candidates = NodeSet(table, candidates.rows)
                 return FilterOutcome(candidates, diagnosis, failure.status)
         diagnosis.unschedulable_plugins = {r.plugin for r in diagnosis.rejections}
-        self.recorder.point_duration("Filter", Code.SUCCESS, time.perf_counter() - start)
+        if observe:
+            self.recorder.point_duration("Filter", Code.SUCCESS, time.perf_counter() - start)
         if overlay is not None:  # the caller's nodes, not the what-if copy's
             candidates = NodeSet(table, candidates.rows)
         return FilterOutcome(candidates, diagnosis, Status.success())
@@ -1181,38 +1244,84 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> PostFilterResult:
-        """Run PostFilter plugins until one succeeds (or one errors)."""
+        """Run PostFilter plugins until one succeeds (or one errors).
+
+        A plugin that answers with an awaitable (preemption an HTTP extender
+        takes part in) needs :meth:`run_post_filter_async`: here that is its error.
+        """
         start = time.perf_counter()
         args = (state, pod, diagnosis)
-        result = PostFilterResult(Status.unschedulable())
-        messages = []
+        run = _PostFilterRun()
         for call in self.post_filter_calls:
             try:
                 got = self._invoke(call, args, pod)
-                if got is None:
-                    continue  # no opinion: let the next PostFilter plugin try
-                if isinstance(got, PostFilterResult):
-                    if got.status.code is Code.ERROR:
-                        raise PluginFailure(got.status.with_plugin(call.plugin))
-                    candidate = PostFilterResult(
-                        got.status.with_plugin(call.plugin), got.nominated_node_name
+                if inspect.isawaitable(got):
+                    _discard(got)
+                    raise PluginFailure(
+                        Status(
+                            Code.ERROR,
+                            (
+                                f"PostFilter plugin {call.plugin!r} on pod {pod.key} must be "
+                                "awaited (an HTTP extender's preemptVerb takes part) and this "
+                                "cycle does not await",
+                            ),
+                            call.plugin,
+                        )
                     )
-                else:
-                    candidate = PostFilterResult(self._status(call, pod, got))
+                candidate = self._post_filter_answer(call, pod, got)
             except PluginFailure as failure:
                 if call.ignore:
                     self._ignored(state, call, pod, failure)
                     continue  # as no opinion
-                result = PostFilterResult(failure.status)
+                run.result = PostFilterResult(failure.status)
                 break
-            if candidate.status.is_success():
-                result = candidate
+            if run.take(candidate):
                 break
-            if candidate.status.message():
-                messages.append(candidate.status.message())
-            result = candidate
-        if messages and not result.status.is_success():
-            diagnosis.post_filter_message = ", ".join(messages)  # kube: Status.Message()
+        return self._post_filter_end(run, diagnosis, start)
+
+    async def run_post_filter_async(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        """:meth:`run_post_filter` awaiting a plugin's awaitable answer under its budget."""
+        start = time.perf_counter()
+        args = (state, pod, diagnosis)
+        run = _PostFilterRun()
+        for call in self.post_filter_calls:
+            try:
+                got = await self._invoke_async(call, args, pod)
+                candidate = self._post_filter_answer(call, pod, got)
+            except PluginFailure as failure:
+                if call.ignore:
+                    self._ignored(state, call, pod, failure)
+                    continue  # as no opinion
+                run.result = PostFilterResult(failure.status)
+                break
+            if run.take(candidate):
+                break
+        return self._post_filter_end(run, diagnosis, start)
+
+    def _post_filter_answer(
+        self, call: PluginCall, pod: PodInfo, got: Any
+    ) -> PostFilterResult | None:
+        """A PostFilter plugin's answer as a result (None: no opinion); Error raises."""
+        if got is None:
+            return None  # no opinion: let the next PostFilter plugin try
+        if isinstance(got, PostFilterResult):
+            if got.status.code is Code.ERROR:
+                raise PluginFailure(got.status.with_plugin(call.plugin))
+            return PostFilterResult(got.status.with_plugin(call.plugin), got.nominated_node_name)
+        return PostFilterResult(self._status(call, pod, got))
+
+    def _post_filter_end(
+        self, run: _PostFilterRun, diagnosis: Diagnosis, start: float
+    ) -> PostFilterResult:
+        result = run.result
+        if not result.status.is_success():
+            if result.status.code is Code.ERROR:
+                # kube's FitError carries the error's message as PostFilterMsg too.
+                diagnosis.post_filter_message = result.status.message()
+            elif run.messages:
+                diagnosis.post_filter_message = ", ".join(run.messages)  # kube: Status.Message()
         self.recorder.point_duration("PostFilter", result.status.code, time.perf_counter() - start)
         return result
 
@@ -1439,7 +1548,13 @@ class Framework:
         try:
             result = call(args)
             if inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
+                # A hook with nothing to do returns in its first step: no task
+                # hand-off, no loop iteration (see scheduler.eager).
+                task = (
+                    start_eagerly(result)
+                    if inspect.iscoroutine(result)
+                    else asyncio.ensure_future(result)
+                )
                 if not await _done_within(task, call.budget):
                     abandoned = True
                     self._abandon(call, task, running)

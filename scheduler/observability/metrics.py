@@ -267,6 +267,13 @@ class SchedulerMetrics:
             ["profile"],
             registry=reg,
         )
+        self.shadow_skipped = Counter(
+            "scheduler_shadow_skipped",
+            "Decisions a shadow profile did not re-make because it was over its "
+            "pluggableScheduler.shadowBudget, by shadow profile (not in kube-scheduler).",
+            ["profile"],
+            registry=reg,
+        )
         self.plugin_overruns = Counter(
             "scheduler_plugin_overruns",
             "Plugin calls that ran past their budget (pluggableScheduler.timeouts); each is "
@@ -433,6 +440,10 @@ class SchedulerMetrics:
         self.shadow_decisions.labels(profile).inc()
         if diverged is not None:
             self.shadow_divergences.labels(profile, diverged).inc()
+
+    def shadow_skip(self, profile: str) -> None:
+        """Count a decision a shadow left out to stay within its budget."""
+        self.shadow_skipped.labels(profile).inc()
 
     def binding_error(self, reason: str) -> None:
         """Count a failed binding cycle; ``reason`` should be a small fixed vocabulary."""

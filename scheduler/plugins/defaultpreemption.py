@@ -26,7 +26,7 @@ kube's ``defaultpreemption`` policy:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field, model_validator
@@ -106,13 +106,18 @@ class DefaultPreemption(Plugin):
     @hookimpl
     def post_filter(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
-    ) -> PostFilterResult:
+    ) -> PostFilterResult | Awaitable[PostFilterResult]:
+        """Preempt; awaitable when an HTTP extender's ``preemptVerb`` takes part (the
+        framework's awaiting PostFilter runs it, see ``Framework.run_post_filter_async``)."""
         self.handle.record_preemption_attempt()  # kube counts every call, helpful or not
-        result, status = self.evaluator.preempt(state, pod, diagnosis)
-        message = status.message()
-        if message:
-            status = Status(status.code, (MESSAGE_PREFIX + message,), status.plugin, status.error)
-        return PostFilterResult(status, result)
+        if self.evaluator.extenders_preempt(pod):
+            return self._with_extenders(state, pod, diagnosis)
+        return _result(*self.evaluator.preempt(state, pod, diagnosis))
+
+    async def _with_extenders(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        return _result(*await self.evaluator.preempt_with_extenders(state, pod, diagnosis))
 
     # -- the evaluator's Interface ----------------------------------------------------------
 
@@ -147,3 +152,11 @@ class DefaultPreemption(Plugin):
         if len(candidates) == 1:
             return candidates[0]
         return pick_one_node(candidates, now_ns)
+
+
+def _result(node: str | None, status: Status) -> PostFilterResult:
+    """kube's DefaultPreemption ``PostFilter``: the evaluator's message after "preemption: "."""
+    message = status.message()
+    if message:
+        status = Status(status.code, (MESSAGE_PREFIX + message,), status.plugin, status.error)
+    return PostFilterResult(status, node)

@@ -32,6 +32,7 @@ from scheduler.model.quantity import QuantityError
 from scheduler.model.resources import node_allocatable
 from scheduler.model.taints import Taint
 from scheduler.state.labels import BoolArray, IntArray, LabelIndex
+from scheduler.state.nodeorder import NodeOrder
 from scheduler.state.pod import PodInfo
 from scheduler.state.podtable import PodTable
 from scheduler.state.views import NodesView, NodeView, TableArrays
@@ -124,6 +125,7 @@ class NodeTable:
         self._pod_node: dict[str, str] = {}
         self._free: list[int] = []
         self._rows_cache: IntArray | None = None
+        self.node_order = NodeOrder(capacity)  # kube's order, for sampling
         self.version = 0  # bumped on every change, for callers caching derived data
         # Row generations are stamps from one clock, never reused, shared with
         # the table's what-if copies (scheduler.state.whatif): a cache that saw
@@ -166,6 +168,7 @@ class NodeTable:
         self.nodes.extend([None] * (new - old))
         self.pods.extend({} for _ in range(new - old))
         self.ports.extend([] for _ in range(new - old))
+        self.node_order.grow(new)
         self._capacity = new
         self.layout += 1
 
@@ -259,8 +262,11 @@ class NodeTable:
             self.names[row] = node.name
             self.alive[row] = True
             self._rows_cache = None
+            self.node_order.add(row, node.labels)
             for pod in self._orphans.pop(node.name, {}).values():
                 self._account(row, pod, +1)
+        elif old is not None and old.labels != node.labels:
+            self.node_order.update(row, node.labels)
         self.nodes[row] = node
         # Resolve columns before indexing: adding a column replaces the arrays.
         columns = [
@@ -302,6 +308,7 @@ class NodeTable:
             self.pod_table.set_node_row(pod.key, -1)
         if pods:
             self._orphans[name] = dict(pods)
+        self.node_order.remove(row)
         self._clear_row(row)
         self.node_epoch += 1
         self._free.append(row)
@@ -319,6 +326,11 @@ class NodeTable:
 
     def all_nodes(self) -> NodeSet:
         return NodeSet(self, self.rows())
+
+    def sampling_order(self) -> IntArray:
+        """All live rows in the order kube-scheduler samples nodes in (see
+        :mod:`.nodeorder`): zones interleaved, cached until nodes come or go."""
+        return self.node_order.order(self.rows())
 
     def node_info(self, row: int) -> NodeInfo:
         return NodeInfo(self, row)

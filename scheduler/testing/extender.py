@@ -1,10 +1,11 @@
 """A toy HTTP scheduler extender on loopback, speaking kube's extender JSON.
 
 For tests and examples: it filters by a node label (or a set of names),
-scores from a node label, binds through a callback (the caller's API
-client), and can misbehave on purpose (slow, 500, garbage), so the
-scheduler's handling of a bad extender can be checked against
-kube-scheduler's with the very same server.
+scores from a node label, narrows preemption (drops candidate nodes, spares
+victims), binds through a callback (the caller's API client), and can
+misbehave on purpose (slow, 500, garbage), so the scheduler's handling of a
+bad extender can be checked against kube-scheduler's with the very same
+server.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
 from aiohttp import web
 
 from scheduler.plugins.extender.wire import field_of
@@ -37,6 +39,8 @@ class ToyExtender:
     #: The node label the prioritize score (0..10) is read from.
     score_label: str = "extender-score"
     mode: Mode = "ok"
+    #: The verbs ``mode`` applies to (None: every verb; the others answer normally).
+    mode_verbs: set[str] | None = None
     #: Seconds a ``slow`` answer waits.
     delay: float = 10.0
     binder: Binder | None = None
@@ -47,10 +51,16 @@ class ToyExtender:
     record: bool = True
     #: Node objects by name, as a nodeCacheCapable extender keeps them itself.
     known_nodes: dict[str, Any] = field(default_factory=dict)
+    #: preempt: candidate nodes it drops, by name.
+    drop_nodes: set[str] = field(default_factory=set)
+    #: preempt: victims it spares, by pod name or UID; a node left without victims is dropped.
+    spare: set[str] = field(default_factory=set)
+    #: preempt: answer this ``ExtenderPreemptionResult`` instead (to send unknown nodes or UIDs).
+    preempt_answer: Any = None
 
     def app(self) -> web.Application:
         app = web.Application()
-        for verb in ("filter", "prioritize", "bind"):
+        for verb in ("filter", "prioritize", "preempt", "bind"):
             app.router.add_post(f"/{verb}", self._handler(verb))
         app.router.add_get("/healthz", self._healthz)
         return app
@@ -60,19 +70,22 @@ class ToyExtender:
 
     def _handler(self, verb: str) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:
-            body = await request.json()
+            # orjson, not aiohttp's stdlib json: a benchmark's extender shares the
+            # machine with both schedulers, and 5,000 node names cost ms in json.
+            body = orjson.loads(await request.read())
             if self.record:
                 self.calls.append((verb, body))
-            if self.mode == "slow":
+            mode = self.mode if self.mode_verbs is None or verb in self.mode_verbs else "ok"
+            if mode == "slow":
                 await asyncio.sleep(self.delay)
-            if self.mode == "error":
+            if mode == "error":
                 return web.Response(status=500, text="toy extender failure")
-            if self.mode == "garbage":
+            if mode == "garbage":
                 return web.Response(text="{not json", content_type="application/json")
-            if self.mode == "error-field" and verb != "prioritize":
+            if mode == "error-field" and verb != "prioritize":
                 return web.json_response({"Error": "toy extender says no"})
             answer = await getattr(self, f"_{verb}")(body)
-            return web.json_response(answer)
+            return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
         return handle
 
@@ -124,6 +137,30 @@ class ToyExtender:
             labels = (cache.get(name, {}).get("metadata") or {}).get("labels") or {}
             out.append({"Host": name, "Score": int(labels.get(self.score_label, "0"))})
         return out
+
+    async def _preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Each candidate's victims less the spared ones, as ``MetaVictims`` (UIDs)."""
+        if self.preempt_answer is not None:
+            return dict(self.preempt_answer)
+        meta = field_of(body, "NodeNameToMetaVictims")
+        full = field_of(body, "NodeNameToVictims")
+        out: dict[str, Any] = {}
+        for node, victims in (meta or full or {}).items():
+            if node in self.drop_nodes:
+                continue
+            kept = []
+            for pod in victims.get("Pods") or ():
+                if meta is not None:
+                    uid, name = pod["UID"], None
+                else:
+                    uid = pod["metadata"].get("uid")
+                    name = pod["metadata"].get("name")
+                if uid in self.spare or name in self.spare:
+                    continue
+                kept.append({"UID": uid})
+            if kept:
+                out[node] = {"Pods": kept, "NumPDBViolations": victims.get("NumPDBViolations", 0)}
+        return {"NodeNameToMetaVictims": out}
 
     async def _bind(self, body: Mapping[str, Any]) -> dict[str, Any]:
         if self.binder is None:

@@ -40,7 +40,7 @@ def problems(source: Any) -> list[str]:
 def test_defaults_follow_kube_scheduler_except_our_names() -> None:
     config = load_config(doc())
     assert config.parallelism == 16
-    assert config.percentage_of_nodes_to_score == 0
+    assert config.percentage_of_nodes_to_score is None  # ours: every node up to 5000
     assert config.pod_initial_backoff_seconds == 1
     assert config.pod_max_backoff_seconds == 10
     assert config.enable_profiling is True

@@ -101,7 +101,7 @@ def test_default_profile_is_kube_default_set_without_uninstalled_plugins() -> No
     }
     assert list(profile.at(P.SCORE)) == DEFAULT_SCORE
     assert all(entry.weight == 0 for entry in profile.at(P.FILTER))
-    assert profile.percentage_of_nodes_to_score == 0
+    assert profile.percentage_of_nodes_to_score is None
 
 
 def test_default_args_are_filled_for_enabled_plugins() -> None:
@@ -876,7 +876,7 @@ def test_installed_default_profile_is_kube_136s_with_node_declared_features_last
 
 
 def test_profile_percentage_zero_overrides_a_positive_top_level_value() -> None:
-    """As documented: unset takes the top-level value, an explicit 0 scores every node."""
+    """As in kube: unset takes the top-level value, an explicit 0 is adaptive (0)."""
     explicit_zero, unset = resolve_profiles(
         load_config(
             doc(
@@ -889,6 +889,16 @@ def test_profile_percentage_zero_overrides_a_positive_top_level_value() -> None:
     )
     assert explicit_zero.percentage_of_nodes_to_score == 0
     assert unset.percentage_of_nodes_to_score == 30
+
+
+def test_percentage_unset_everywhere_resolves_to_none_and_a_top_level_zero_to_zero() -> None:
+    """None (ours: every node while small) differs from an explicit 0 (kube's adaptive)."""
+    (unset,) = resolve_profiles(load_config(doc({"schedulerName": "a"})), FakeCatalog())
+    (top_zero,) = resolve_profiles(
+        load_config(doc({"schedulerName": "a"}, percentageOfNodesToScore=0)), FakeCatalog()
+    )
+    assert unset.percentage_of_nodes_to_score is None
+    assert top_zero.percentage_of_nodes_to_score == 0
 
 
 # ----------------------------------------------------------------- budgets, failurePolicy

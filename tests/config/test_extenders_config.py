@@ -86,11 +86,11 @@ def test_type_and_shape_errors_name_the_field() -> None:
     assert details[3] == "extenders[2].urlPrefix: required field is missing"
 
 
-def test_preempt_verb_is_refused_clearly() -> None:
-    assert problems(doc({"urlPrefix": "http://x", "preemptVerb": "preempt"})) == [
-        "extenders[0].preemptVerb: not supported yet: pluggable-scheduler's preemption does "
-        "not call extenders (remove preemptVerb; filter, prioritize and bind work)"
-    ]
+def test_preempt_verb_is_accepted() -> None:
+    config = load_config(doc({"urlPrefix": "http://x", "preemptVerb": "preempt"}))
+    assert config.extenders[0].preempt_verb == "preempt"
+    profiles = resolve_profiles(config, PluginCatalog.discover())
+    assert profiles
 
 
 def test_every_profile_runs_the_extenders_and_binds_through_them_first() -> None:

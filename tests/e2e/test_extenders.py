@@ -211,3 +211,143 @@ async def test_ignorable_extenders_that_fail_are_skipped(
     await cluster.create_pod("p")
     await cluster.wait_bound(["p"])
     await wait_until(lambda: toy.toy.verbs() == ["filter"], message="one filter call")
+
+
+@pytest.fixture
+async def priorities(cluster: Cluster) -> AsyncIterator[dict[str, str]]:
+    """A low and a high PriorityClass of the test's own (cluster-scoped, removed after)."""
+    names = {"low": f"{cluster.namespace}-low", "high": f"{cluster.namespace}-high"}
+    for level, value in (("low", 10), ("high", 1000)):
+        await cluster.client.request(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            body={
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": names[level]},
+                "value": value,
+            },
+        )
+    yield names
+    for name in names.values():
+        await cluster.client.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+async def test_preempt_verb_drops_a_candidate_and_narrows_the_victims(
+    cluster: Cluster,
+    start_daemon: StartDaemon,
+    toy: RunningExtender,
+    priorities: dict[str, str],
+) -> None:
+    await cluster.create_node("n1", cpu="2")
+    await cluster.create_node("n2", cpu="2")
+    n1, n2 = cluster.node_name("n1"), cluster.node_name("n2")
+    low = priorities["low"]
+    placed = {"l1": (n1, "1"), "l2": (n1, "1"), "l3": (n2, "2")}
+    uids = {}
+    for name, (node, cpu) in placed.items():
+        body = pod_body(
+            name,
+            cluster.scheduler_name,
+            cpu=cpu,
+            nodeName=node,
+            priorityClassName=low,
+            terminationGracePeriodSeconds=0,
+        )
+        uids[name] = (await cluster.create_raw_pod(body))["metadata"]["uid"]
+    # Candidates: n1 (victims l1, l2) and n2 (l3). The extender drops n2 and
+    # spares l1: the pod is nominated to n1 and only l2 is evicted.
+    toy.toy.drop_nodes = {n2}
+    toy.toy.spare = {uids["l1"]}
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        extenders=[extender(toy.url, preemptVerb="preempt", nodeCacheCapable=True)],
+    )
+    await start_daemon(config)
+    await cluster.create_pod("high", cpu="2", priorityClassName=priorities["high"])
+
+    async def nominated() -> bool:
+        status = (await cluster.pod("high")).get("status") or {}
+        return bool(status.get("nominatedNodeName") == n1)
+
+    await wait_until(nominated, message="the high-priority pod nominated to n1")
+
+    async def l2_evicted() -> bool:
+        pods = await cluster.pods()
+        return "l2" not in pods or bool(pods["l2"]["metadata"].get("deletionTimestamp"))
+
+    await wait_until(l2_evicted, message="l2 evicted")
+    pods = await cluster.pods()
+    for kept in ("l1", "l3"):
+        assert not pods[kept]["metadata"].get("deletionTimestamp"), kept
+    preempts = [body for verb, body in toy.toy.calls if verb == "preempt"]
+    assert preempts, toy.toy.verbs()
+    first = preempts[0]
+    assert first["NodeNameToVictims"] is None
+    assert first["Pod"]["metadata"]["name"] == "high"
+    sent = {
+        node: {p["UID"] for p in v["Pods"]} for node, v in first["NodeNameToMetaVictims"].items()
+    }
+    assert sent == {n1: {uids["l1"], uids["l2"]}, n2: {uids["l3"]}}
+    # Only preemption called the extender (no filter or prioritize verb).
+    assert set(toy.toy.verbs()) == {"preempt"}
+
+
+async def test_a_failing_preempt_verb_fails_the_preemption(
+    cluster: Cluster,
+    start_daemon: StartDaemon,
+    toy: RunningExtender,
+    priorities: dict[str, str],
+) -> None:
+    await cluster.create_node("n1", cpu="1")
+    body = pod_body(
+        "low",
+        cluster.scheduler_name,
+        cpu="800m",
+        nodeName=cluster.node_name("n1"),
+        priorityClassName=priorities["low"],
+    )
+    await cluster.create_raw_pod(body)
+    toy.toy.mode = "error"
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        extenders=[extender(toy.url, preemptVerb="preempt")],
+    )
+    await start_daemon(config)
+    await cluster.create_pod("high", cpu="800m", priorityClassName=priorities["high"])
+    event = await cluster.wait_event("high", "FailedScheduling")
+    assert event["note"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: failed preempt with "
+        f"extender at URL {toy.url}/preempt, code 500"
+    )
+    pods = await cluster.pods()
+    assert not pods["low"]["metadata"].get("deletionTimestamp")
+    assert not ((pods["high"].get("status") or {}).get("nominatedNodeName"))
+
+
+async def test_filter_calls_ahead_never_place_a_pod_where_an_earlier_one_went(
+    cluster: Cluster, start_daemon: StartDaemon, toy: RunningExtender
+) -> None:
+    # Six one-pod nodes and six pods queued together: each pod's filter call
+    # goes out while the pod before it is decided, with that pod's node still
+    # free; at its turn the node is full and must not be chosen.
+    toy.toy.require_label = None
+    for i in range(6):
+        await cluster.create_node(f"n{i}", cpu="1")
+    names = [f"p{i}" for i in range(6)]
+    for name in names:
+        await cluster.create_pod(name, cpu="800m")
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}],
+        extenders=[extender(toy.url, filterVerb="filter", nodeCacheCapable=True)],
+    )
+    running = await start_daemon(config)
+    placed = await cluster.wait_bound(names)
+    assert sorted(placed.values()) == sorted(cluster.node_name(f"n{i}") for i in range(6))
+    prefetch = running.daemon.scheduler.profiles[cluster.scheduler_name].framework.extenders
+    assert prefetch is not None
+    assert prefetch.prefetch.hits >= 1, (prefetch.prefetch.hits, prefetch.prefetch.misses)
+    # Each pod's early call named a node an earlier pod then took; none was chosen twice.
+    filters = [body for verb, body in toy.toy.calls if verb == "filter"]
+    assert len(filters) >= len(names)
+    await cluster.assert_bound_exactly_once(names)

@@ -40,7 +40,7 @@ SHAPES = [  # (cpu, memory) of the pods, in creation order
 
 
 #: What the shadow changes: a weight (answered by re-weighting the primary's
-#: normalized scores) or a plugin's args (a second cycle of its own).
+#: normalized scores) or a plugin's args (that plugin re-run, the others' scores reused).
 CHANGES: dict[str, dict[str, Any]] = {
     "weight": {
         "plugins": {
@@ -142,6 +142,9 @@ async def test_a_changed_shadow_reports_what_explain_predicts(
             expected[key] = predicted_plugin(primary, predicted, node, s_node)
 
     assert expected, "the change should move at least one decision"
+    # Both changes leave the other plugins alone: every decision was derived from the
+    # primary's (scheduler.engine.shadow_reuse), and still equals explain's full cycle.
+    assert (follower.derived, follower.full) == (len(SHAPES), 0)
     if change == "weight":  # MostAllocated instead of LeastAllocated moves them all
         assert len(expected) < len(SHAPES), "and leave at least one where it was"
     health = daemon.health

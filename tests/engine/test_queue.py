@@ -100,6 +100,22 @@ def test_active_queue_pops_by_queue_sort_key(queue: SchedulingQueue, clock: Fake
     assert order == ["high", "mid", "low", "low2"]  # equal priority: earlier first
 
 
+def test_peek_shows_the_pop_order_without_popping(queue: SchedulingQueue, clock: FakeClock) -> None:
+    for i, prio in enumerate([5, 50, 20, 90, 1, 70, 30]):
+        queue.add(pod(f"p{i}", priority=prio))
+        clock.advance(1)
+    queue.update(pod("p1", priority=95))  # re-sorted: its old heap entry goes stale
+    queue.delete("default/p3")
+    assert [p.name for p in queue.peek(4)] == ["p1", "p5", "p6", "p2"]
+    assert [p.name for p in queue.peek(100)] == ["p1", "p5", "p6", "p2", "p0", "p4"]
+    assert queue.peek(0) == []
+    popped = []
+    while (info := queue.pop_nowait()) is not None:
+        popped.append(info.pod.name)
+    assert popped == ["p1", "p5", "p6", "p2", "p0", "p4"]
+    assert queue.peek(3) == []
+
+
 def test_spec_update_of_active_pod_resorts_it(queue: SchedulingQueue, clock: FakeClock) -> None:
     queue.add(pod("a", priority=10))
     clock.advance(1)

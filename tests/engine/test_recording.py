@@ -71,3 +71,36 @@ def test_rotated_files_each_replay_every_decision(tmp_path: Path) -> None:
         assert report.changes == []
         total += report.decisions
     assert total < 120  # the oldest rotated file was dropped
+
+
+def test_sampled_decisions_replay_from_the_recorded_start(tmp_path: Path) -> None:
+    """With percentageOfNodesToScore set, a cycle sees the nodes from where the previous
+    one stopped; a replay of one rotated file (which starts mid-run) starts each
+    decision where the recorded one did, so every decision reproduces."""
+    catalog = PluginCatalog.discover()
+    doc = {**DEFAULT_CONFIG, "percentageOfNodesToScore": 20}
+    config = load_config(doc)
+    table = NodeTable()
+    for i in range(300):
+        table.upsert_node(node(i))
+    stores = StaticStores()
+    profile = build_profiles(
+        config, catalog, lambda n: FrameworkHandle(n, table, store_provider=stores)
+    )["pluggable-scheduler"]
+    assert profile.resolved.percentage_of_nodes_to_score == 20
+    algorithm = Algorithm(profile.framework, seed=7)
+    path = tmp_path / "rec.jsonl"
+    recorder = DecisionRecorder(path, doc, max_bytes=60_000, backups=1)
+    for i in range(60):
+        p = pod(i)
+        result = algorithm.schedule(profile.framework.new_cycle_state(), p, table, 20)
+        assert result.evaluated_nodes < 300  # sampled: 100 feasible nodes are enough
+        recorder.decision("pluggable-scheduler", p, result, table)
+        assert result.node is not None
+        table.add_pod(p, result.node)
+    recorder.close()
+    rotated = path.with_name("rec.jsonl.1")
+    assert rotated.exists()
+    for f in (path, rotated):
+        report = replay(f, catalog, config=config, recorded=config)
+        assert report.decisions > 0 and report.reproduced == report.decisions, f

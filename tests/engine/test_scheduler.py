@@ -65,10 +65,15 @@ class HoldingPreBind(Plugin):
         super().__init__(args, handle)
         self.hold: dict[str, asyncio.Event] = {}
         self.entered: set[str] = set()
+        #: Called when the named pod's PreBind starts.
+        self.on_enter: dict[str, Callable[[], object]] = {}
 
     @hookimpl
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.entered.add(pod.name)
+        hook = self.on_enter.get(pod.name)
+        if hook is not None:
+            hook()
         gate = self.hold.get(pod.name)
         if gate is not None:
             await gate.wait()
@@ -141,8 +146,8 @@ class Harness:
         await eventually(predicate, within=5, message=message)
 
 
-@pytest.fixture
-async def harness() -> AsyncIterator[Harness]:
+def build_harness() -> Harness:
+    """The scheduler over two 2-CPU nodes, its loop not started."""
     config = load_config(
         {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -183,9 +188,16 @@ async def harness() -> AsyncIterator[Harness]:
     scheduler = Scheduler(profiles, cache, queue, io, waiting_pods=waiting, seed=1)
     for name in ("n1", "n2"):
         cache.upsert_node(raw_node(name, cpu="2"))
+    return Harness(scheduler, queue, cache, io, profile)
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    built = build_harness()
+    scheduler = built.scheduler
     task = asyncio.create_task(scheduler.run())
     try:
-        yield Harness(scheduler, queue, cache, io, profile)
+        yield built
     finally:
         await scheduler.drain(grace=1)
         await asyncio.wait_for(task, 5)
@@ -252,6 +264,55 @@ async def test_pod_is_bound_and_gets_a_scheduled_event(harness: Harness) -> None
     assert harness.io.notes("p", "Scheduled") == [f"Successfully assigned default/p to {node}"]
     assert "default/p" not in harness.queue
     assert harness.cache.table.node_of_pod("default/p") == node
+
+
+async def test_the_binding_cycle_starts_within_the_decision() -> None:
+    # kube-scheduler starts the binding goroutine at once; ours must not wait
+    # behind everything else the event loop has ready: PreBind and Bind (here
+    # neither waits for anything) run before the scheduling cycle returns.
+    built = build_harness()
+    built.queue.add(pod("p", cpu="1"))
+    info = built.queue.pop_nowait()
+    assert info is not None
+    turned = [False]
+    asyncio.get_running_loop().call_soon(turned.__setitem__, 0, True)
+    built.scheduler.schedule_one(info)
+    assert built.prebind.entered == {"p"}
+    assert len(built.binder.calls) == 1
+    assert built.scheduler.scheduled == 1 and not built.scheduler.busy
+    assert built.io.reasons("p") == ["Scheduled"]
+    assert turned == [False]
+    # A PreBind that waits leaves the binding cycle running as a task.
+    gate = asyncio.Event()
+    built.prebind.hold["q"] = gate
+    built.queue.add(pod("q", cpu="1"))
+    held = built.queue.pop_nowait()
+    assert held is not None
+    built.scheduler.schedule_one(held)
+    assert "q" in built.prebind.entered and built.scheduler.busy
+    gate.set()
+    await built.wait(lambda: built.scheduler.scheduled == 2, "the held pod to be bound")
+    assert not built.scheduler.busy
+    await built.scheduler.drain(grace=1)
+
+
+async def test_an_answer_that_arrives_during_a_decision_is_dealt_with_before_the_next(
+    harness: Harness,
+) -> None:
+    # The answer to pod a's binding arrives while pod b is being decided (its
+    # binding cycle starts within the decision): a's binding cycle must end
+    # before pod c is decided, not wait behind one more decision per step.
+    answer = asyncio.Event()
+    harness.prebind.hold["a"] = answer
+    harness.prebind.on_enter["b"] = answer.set
+    seen_by_c: list[list[str]] = []
+    harness.prebind.on_enter["c"] = lambda: seen_by_c.append(harness.io.reasons("a"))
+    harness.queue.add(pod("a", cpu="1"))
+    await harness.wait(lambda: "a" in harness.prebind.entered, "a to wait for its answer")
+    harness.queue.add(pod("b", cpu="1"))
+    harness.queue.add(pod("c", cpu="1"))
+    await harness.wait(lambda: harness.scheduler.scheduled == 3, "three bindings")
+    assert seen_by_c == [["Scheduled"]]
 
 
 async def test_unschedulable_pod_gets_kube_message_and_condition(harness: Harness) -> None:

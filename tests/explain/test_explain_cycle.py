@@ -399,3 +399,42 @@ def test_time_per_plugin_and_ignored_failures_in_json_and_text(
     assert "  BrokenScore at Score (error): running Score plugin 'BrokenScore'" in text
     assert "Time per plugin in this cycle (" in text
     assert "PLUGIN" in text and "SHARE" in text
+
+
+def test_explain_with_percentage_set_stops_filtering_as_kube_does(
+    catalog: PluginCatalog,
+) -> None:
+    """300 nodes, one in three too small for the pod, percentageOfNodesToScore 40: Filter
+    runs from the first node until 120 feasible nodes are found (kube's
+    numFeasibleNodesToFind), so 180 nodes are evaluated and the rest are not."""
+    nodes: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"n-{i:03d}", "labels": {"kubernetes.io/hostname": f"n-{i:03d}"}},
+            "status": {"allocatable": {"cpu": "1" if i % 3 == 2 else "8", "pods": "110"}},
+        }
+        for i in range(300)
+    ]
+    pod = small_pod("sampled")
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+    config = load_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": 40,
+        }
+    )
+    result = explain(nodes, pod, config, catalog)
+    assert (result.evaluated_nodes, result.feasible_nodes) == (179, 120)
+    evaluated = [name for name, report in result.nodes.items() if report.evaluated]
+    assert sorted(evaluated) == [f"n-{i:03d}" for i in range(179)]
+    assert sum(report.scored for report in result.nodes.values()) == 120
+    assert (
+        "percentageOfNodesToScore: Filter stopped once 120 feasible nodes were found; "
+        "121 of 300 nodes were not evaluated"
+    ) in result.notes
+    # Unset (ours): every node of a cluster this size is filtered and scored.
+    unset = explain(nodes, pod, load_config(DEFAULT_CONFIG), catalog)
+    assert (unset.evaluated_nodes, unset.feasible_nodes) == (300, 200)
+    assert not any("percentageOfNodesToScore" in note for note in unset.notes)

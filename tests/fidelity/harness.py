@@ -900,7 +900,8 @@ def run_sampling_step(
     which nodes are scored together: the only normalizing plugin that scores
     differently is NodeAffinity, where every node but the preferred one has 0);
     its node is one of the best of its own sample by those scores; with p set,
-    our cycle for the profile scored as many nodes as kube. Recorded, not
+    our cycle for the profile evaluated and scored as many nodes as kube (both
+    stop filtering once that many nodes are feasible). Recorded, not
     checked: whether kube's node is among our tied best (with p unset ours are
     the best of every node, so a sample without the preferred node misses it).
     """
@@ -970,6 +971,11 @@ def run_sampling_step(
         report.problems.append(
             f"percentageOfNodesToScore {percentage}: we scored {len(report.our_scored)} "
             f"nodes, kube-scheduler {len(report.kube_scored)}"
+        )
+    if percentage and counts is not None and report.our_evaluated != counts[0]:
+        report.problems.append(
+            f"percentageOfNodesToScore {percentage}: we evaluated {report.our_evaluated} "
+            f"nodes, kube-scheduler {counts[0]} (both stop once enough nodes are feasible)"
         )
     return report
 

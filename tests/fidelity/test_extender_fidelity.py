@@ -13,7 +13,11 @@ API server holds. Compared, per case:
 - an extender that answers 500, an ``error``, garbage, too slowly, or is
   down: non-ignorable, the pod fails with the same SchedulerError text
   (garbage: the same reason; Go's JSON decoder words its error its own way);
-  ignorable, the extender is skipped and both sides place the pod alike.
+  ignorable, the extender is skipped and both sides place the pod alike;
+- ``preemptVerb`` (nodeCacheCapable or not), the extender dropping a
+  candidate or narrowing its victims: the same candidates and victims sent
+  to the extender, the same nominated node, and on kube's side exactly the
+  victims the extender allowed on it deleted.
 """
 
 from __future__ import annotations
@@ -41,7 +45,13 @@ from scheduler.tools.controlplane import (
     run_kube_scheduler,
     start_control_plane,
 )
-from tests.fidelity.harness import KUBE_DEFAULT_SCHEDULER, KubeSide, availability
+from tests.fidelity.harness import (
+    HOLD_GATE,
+    KUBE_DEFAULT_SCHEDULER,
+    KubeSide,
+    availability,
+    plain_copy,
+)
 
 pytestmark = pytest.mark.fidelity
 
@@ -313,3 +323,174 @@ def test_extender_down(plane: ControlPlane, tmp_path: Path, ignorable: bool) -> 
         kube_condition = condition(sides.kube_decides("down"))
         assert kube_condition["reason"] == "SchedulerError"
         assert ours.message == kube_condition["message"]
+
+
+# -- preemptVerb -------------------------------------------------------------------------
+
+PRIORITIES = {"fid-ext-10": 10, "fid-ext-15": 15, "fid-ext-16": 16, "fid-ext-18": 18}
+PRIORITIES |= {"fid-ext-20": 20, "fid-ext-1000": 1000}
+
+
+class OnePreemption(ToyExtender):
+    """The toy, answering only its first preempt call (then: no candidate).
+
+    kube-scheduler retries a preemptor that still does not fit after its
+    (narrowed) victims are gone; the first preemption is the one compared.
+    """
+
+    answered = 0
+
+    async def _preempt(self, body: Any) -> dict[str, Any]:
+        self.answered += 1
+        if self.answered > 1:
+            return {"NodeNameToMetaVictims": {}}
+        return await super()._preempt(body)
+
+
+@pytest.fixture(scope="module")
+def preempting(plane: ControlPlane) -> Iterator[ThreadedExtender]:
+    client = plane.client()
+    for name, value in PRIORITIES.items():
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        client.post("/apis/scheduling.k8s.io/v1/priorityclasses", body, check=False)
+    with ThreadedExtender(OnePreemption()) as ext:
+        yield ext
+    for name in PRIORITIES:
+        client.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}", check=False)
+
+
+def priority_pod(name: str, cpu: str, priority: int, node: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": KUBE_DEFAULT_SCHEDULER,
+        "terminationGracePeriodSeconds": 0,
+        "priorityClassName": f"fid-ext-{priority}",
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu}},
+            }
+        ],
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def sent_victims(body: dict[str, Any]) -> dict[str, list[str]]:
+    """The candidates and their victims' UIDs (in order) of an ExtenderPreemptionArgs."""
+    meta = body["NodeNameToMetaVictims"]
+    if meta is not None:
+        return {node: [p["UID"] for p in v["Pods"]] for node, v in meta.items()}
+    full = body["NodeNameToVictims"]
+    return {node: [p["metadata"]["uid"] for p in v["Pods"]] for node, v in full.items()}
+
+
+# Victims (cpu, priority) per node; every node has 4 CPUs, the preemptor wants 3 at
+# priority 1000. kube's choice without an extender: n2 (lowest highest-priority victim).
+VICTIMS = {
+    "n1": {"a-mid": ("2", 20), "a-low": ("2", 10)},
+    "n2": {"b": ("4", 15)},
+    "n3": {"c": ("4", 16)},
+    "n4": {"d": ("4", 18)},
+}
+
+
+@pytest.mark.parametrize(
+    ("cache_capable", "drop", "spare", "expected"),
+    [
+        (True, set(), set(), "n2"),
+        (False, {"n2"}, set(), "n3"),
+        (True, {"n2"}, {"a-mid"}, "n1"),
+        (False, {"n2", "n3"}, {"a-mid"}, "n1"),
+    ],
+    ids=["as-is", "drop-node", "narrow-cached", "narrow-full"],
+)
+def test_preempt_verb_same_victims_and_nominated_node(
+    plane: ControlPlane,
+    preempting: ThreadedExtender,
+    tmp_path: Path,
+    cache_capable: bool,
+    drop: set[str],
+    spare: set[str],
+    expected: str,
+) -> None:
+    toy = preempting.toy
+    assert isinstance(toy, OnePreemption)
+    ext = [
+        {"urlPrefix": preempting.url, "preemptVerb": "preempt", "nodeCacheCapable": cache_capable}
+    ]
+    for sides in _sides(plane, tmp_path, ext):
+        try:
+            compare_preemption(sides, toy, cache_capable, drop, spare, expected)
+        finally:
+            # A preemptor left pending would take the next case's nodes.
+            sides.client.delete(
+                f"/api/v1/namespaces/{sides.namespace}/pods?gracePeriodSeconds=0", check=False
+            )
+
+
+def compare_preemption(
+    sides: Sides,
+    toy: OnePreemption,
+    cache_capable: bool,
+    drop: set[str],
+    spare: set[str],
+    expected: str,
+) -> None:
+    ns, client = sides.namespace, sides.client
+    uids: dict[str, str] = {}
+    for short, pods in VICTIMS.items():
+        for name, (cpu, priority) in pods.items():
+            created = sides.kube.create_pod(ns, priority_pod(name, cpu, priority, f"{ns}-{short}"))
+            uids[name] = created["metadata"]["uid"]
+    sides.kube.sync(ns, f"{ns}-n4")
+    toy.drop_nodes = {f"{ns}-{short}" for short in drop}
+    toy.spare = {uids[name] for name in spare} | spare
+    held = priority_pod("high", "3", 1000)
+    held["spec"]["schedulingGates"] = [{"name": HOLD_GATE}]
+    server_pod = sides.kube.create_pod(ns, held)
+    assert server_pod["spec"]["priority"] == 1000
+
+    toy.calls.clear()
+    toy.answered = 0
+    ours = sides.ours(plain_copy(server_pod, "high"))
+    assert ours.post_filter is not None and ours.post_filter.ran
+    our_node = ours.post_filter.nominated_node
+    [(verb, our_call)] = toy.calls
+    assert verb == "preempt"
+    assert (our_call["NodeNameToMetaVictims"] is None) is not cache_capable
+
+    toy.calls.clear()
+    toy.answered = 0
+    sides.kube.set_gates(ns, "high", [])
+    path = f"/api/v1/namespaces/{ns}/pods"
+    deadline = time.monotonic() + DECIDE_WITHIN
+    kube_node = None
+    while time.monotonic() < deadline and kube_node is None:
+        pod = client.get(f"{path}/high").body
+        kube_node = (pod.get("status") or {}).get("nominatedNodeName") or pod["spec"].get(
+            "nodeName"
+        )
+        time.sleep(0.05)
+    assert kube_node, "kube-scheduler did not preempt for the pod"
+    kube_call = next(body for verb, body in toy.calls if verb == "preempt")
+    assert sent_victims(kube_call) == sent_victims(our_call)
+    assert kube_node == our_node == f"{ns}-{expected}"
+
+    # kube deleted exactly the victims the extender allowed on that node.
+    allowed = set(sent_victims(our_call)[our_node]) - toy.spare
+    names = {uid: name for name, uid in uids.items()}
+    deadline = time.monotonic() + DECIDE_WITHIN
+    while time.monotonic() < deadline:
+        left = {p["metadata"]["uid"] for p in client.get(path).body["items"]}
+        if not allowed & left:
+            break
+        time.sleep(0.05)
+    gone = set(uids.values()) - left
+    assert sorted(names[u] for u in gone) == sorted(names[u] for u in allowed)

@@ -224,6 +224,7 @@ def test_node_heartbeats_keep_the_cache_and_label_changes_drop_it() -> None:
     nodes = [random_node(rng, i) for i in range(8)]
     side = Side(nodes, batching=True)
     template = make_pod("t", requests=[{"cpu": "10m"}])
+    side.decide(replica(template, "zeroth"))  # seen: the next one stores
     side.decide(replica(template, "first"))
     cache = side.algorithm.batch
     assert cache is not None
@@ -239,3 +240,21 @@ def test_node_heartbeats_keep_the_cache_and_label_changes_drop_it() -> None:
     assert side.table.node_epoch == epoch + 1
     side.decide(replica(template, "third"))
     assert cache.hits == hits + 1
+
+
+def test_pods_unlike_any_other_are_not_stored_and_a_second_replica_is() -> None:
+    """Storing costs array copies: only a signature's second pod stores, for the third."""
+    rng = random.Random(5)
+    side = Side([random_node(rng, i) for i in range(20)], batching=True)
+    cache = side.algorithm.batch
+    assert cache is not None
+    for i in range(10):
+        side.decide(PodInfo.from_dict(make_pod(f"own-{i}", requests=[{"cpu": f"{10 + i}m"}])))
+    assert len(cache) == 0 and cache.hits == 0
+    template = make_pod("t", requests=[{"cpu": "100m"}])
+    side.decide(replica(template, "one"))
+    assert len(cache) == 0
+    side.decide(replica(template, "two"))
+    assert len(cache) == 1 and cache.hits == 0
+    side.decide(replica(template, "three"))
+    assert cache.hits == 1

@@ -388,6 +388,33 @@ async def test_bind_first_non_skip_wins_and_all_skip_is_an_error():
     assert status.code is Code.ERROR and "Skip" in status.message()
 
 
+async def test_binding_hooks_with_nothing_to_wait_for_take_no_loop_iteration():
+    # VolumeBinding and DynamicResources return at once for a pod without
+    # volumes or claims: that must not cost a task hand-off per hook.
+    class Quick:
+        def __init__(self):
+            self.tasks = []
+
+        @hookimpl
+        async def pre_bind(self, state, pod, node_name):
+            self.tasks.append(asyncio.current_task())
+
+        @hookimpl
+        async def bind(self, state, pod, node_name):
+            self.tasks.append(asyncio.current_task())
+
+    quick = Quick()
+    fw = make_framework([("Quick", quick), ("Other", Quick())])
+    turned = [False]
+    asyncio.get_running_loop().call_soon(turned.__setitem__, 0, True)
+    assert (await fw.run_pre_bind(CycleState(), pod("p"), "n1")).is_success()
+    assert (await fw.run_bind(CycleState(), pod("p"), "n1")).is_success()
+    assert turned == [False]
+    # Each call still ran as a task of its own (abandonable past its budget).
+    caller = asyncio.current_task()
+    assert len(quick.tasks) == 2 and caller not in quick.tasks
+
+
 async def test_async_prebind_past_its_timeout_is_an_error_naming_the_plugin():
     class Hang:
         @hookimpl

@@ -52,6 +52,7 @@ def exercise(m: SchedulerMetrics) -> None:
     m.unschedulable("NodeResourcesFit", "default").inc()
     m.binding_error("conflict")
     m.shadow_decision("shadow", "NodeResourcesFit")
+    m.shadow_skip("shadow")
     m.set_leader(True)
 
 
@@ -91,6 +92,7 @@ EXPECTED = {
     "scheduler_binding_errors": ("counter", {"reason"}),
     "scheduler_shadow_divergence": ("counter", {"profile", "plugin"}),
     "scheduler_shadow_decisions": ("counter", {"profile"}),
+    "scheduler_shadow_skipped": ("counter", {"profile"}),
     "scheduler_plugin_overruns": ("counter", {"plugin", "extension_point", "profile"}),
     "scheduler_plugin_ignored_failures": (
         "counter",

@@ -151,3 +151,44 @@ async def test_one_connection_pool_per_extender() -> None:
     finally:
         await client.close()
         await running.stop()
+
+
+def test_preemption_args_send_uids_or_pods_as_kube_does() -> None:
+    victim = {"metadata": {"name": "v", "uid": "u1"}, "spec": {}}
+    cached = wire.preemption_args({"metadata": {}}, {"n1": ([victim], 2)}, node_cache_capable=True)
+    assert cached["NodeNameToVictims"] is None
+    assert cached["NodeNameToMetaVictims"] == {
+        "n1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 2}
+    }
+    full = wire.preemption_args({"metadata": {}}, {"n1": ([victim], 0)}, node_cache_capable=False)
+    assert full["NodeNameToMetaVictims"] is None
+    assert full["NodeNameToVictims"] == {"n1": {"Pods": [victim], "NumPDBViolations": 0}}
+
+
+def test_preemption_answers_are_read_as_go_decodes_them() -> None:
+    got = wire.parse_preemption(
+        {"nodenametometavictims": {"n1": {"pods": [{"uid": "a"}], "numpdbviolations": 1}}}
+    )
+    assert got == {"n1": wire.MetaVictims(["a"], 1)}
+    assert wire.parse_preemption({"NodeNameToMetaVictims": None}) == {}
+    assert wire.parse_preemption({"NodeNameToMetaVictims": {"n1": {}}}) == {
+        "n1": wire.MetaVictims([], 0)
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([], "ExtenderPreemptionResult: expected a JSON object, got list"),
+        ({"NodeNameToMetaVictims": {"n1": None}}, "NodeNameToMetaVictims[n1]: expected a JSON"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": {}}}}, "Pods: expected a list of pods"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": [None]}}}, r"Pods\[0\]: expected a JSON"),
+        (
+            {"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": "1"}}},
+            "NumPDBViolations: expected an integer",
+        ),
+    ],
+)
+def test_garbage_preemption_answers_say_what_is_wrong(answer: Any, message: str) -> None:
+    with pytest.raises(wire.ExtenderAnswerError, match=message.replace("[n1]", r"\[n1\]")):
+        wire.parse_preemption(answer)

@@ -10,7 +10,10 @@ evaluator does the rest, the same for every such plugin:
    ``nodesWherePreemptionMightHelp``).
 2. **Dry run** (:mod:`.dryrun`): the victims each node would need, on a
    what-if copy of the table, until enough candidates are found.
-3. **Choice** by the plugin, then **action** by the :class:`.Executor`: the
+3. **HTTP extenders** with a ``preemptVerb`` interested in the pod may drop
+   candidates or narrow their victims (kube's ``callExtenders``; awaited, so
+   only through :meth:`Evaluator.preempt_with_extenders`).
+4. **Choice** by the plugin, then **action** by the :class:`.Executor`: the
    victims are evicted in the background and the framework nominates the
    pod to the node from the returned result.
 
@@ -21,8 +24,9 @@ When no candidate exists, the status explains why per node, in kube's words
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -34,6 +38,7 @@ from scheduler.api.preemption import PDB_RESOURCE, WhatIf
 from scheduler.api.results import Diagnosis, PostFilterResult
 from scheduler.api.status import Code, Status
 from scheduler.api.views import Pod
+from scheduler.framework.extenders import ExtenderRunner
 from scheduler.framework.nominated import nominated_rows
 from scheduler.framework.preemption.candidates import (
     Candidate,
@@ -69,6 +74,14 @@ class Interface(Protocol):
         """Whether ``pod`` may preempt at all, and why not."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What the dry run found: the candidates, and the clock it read."""
+
+    candidates: list[Candidate]
+    now_ns: int
+
+
 class Evaluator:
     """Preempts for one plugin: ``preempt`` is kube's ``Evaluator.Preempt``."""
 
@@ -93,7 +106,55 @@ class Evaluator:
     def preempt(
         self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
     ) -> tuple[str | None, Status]:
-        """The node to nominate ``pod`` to (or None) and the status."""
+        """The node to nominate ``pod`` to (or None) and the status.
+
+        Without the HTTP extenders: a pod one with a ``preemptVerb`` is
+        interested in takes :meth:`preempt_with_extenders` (see
+        :meth:`extenders_preempt`).
+        """
+        found = self.find_candidates(state, pod, diagnosis)
+        if not isinstance(found, _Found):
+            return found
+        return self.actuate(pod, found.candidates, found.now_ns)
+
+    def extenders_preempt(self, pod: PodInfo) -> bool:
+        """Whether an HTTP extender with a ``preemptVerb`` is interested in ``pod``."""
+        runner = self._extenders()
+        return runner is not None and runner.preempts(pod)
+
+    async def preempt_with_extenders(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> tuple[str | None, Status]:
+        """:meth:`preempt` with kube's ``callExtenders`` between the dry run and the choice.
+
+        The extenders may drop candidates and narrow their victims; one that
+        fails (not ignorable) fails the preemption with its error. If they
+        leave no candidate, nothing is preempted and the pod keeps its
+        nomination, as in kube.
+        """
+        found = self.find_candidates(state, pod, diagnosis)
+        if not isinstance(found, _Found):
+            return found
+        candidates = found.candidates
+        runner = self._extenders()
+        if runner is not None and runner.preempts(pod):
+            candidates, status = await runner.preempt(state, pod, candidates, self.handle.table)
+            if not status.is_success():
+                return None, status
+        if not candidates:
+            return None, Status.unschedulable("no candidate node for preemption")
+        return self.actuate(pod, candidates, found.now_ns)
+
+    def _extenders(self) -> ExtenderRunner | None:
+        framework = getattr(self.handle, "framework", None)
+        runner = getattr(framework, "extenders", None)
+        return runner if isinstance(runner, ExtenderRunner) else None
+
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> _Found | tuple[str | None, Status]:
+        """Eligibility and the dry run (kube's ``Preempt`` steps 1 and 2); the candidates,
+        or the final answer when there are none."""
         if self.executor.is_preempting(pod.uid or pod.key):
             return None, Status.unschedulable(MSG_IN_PROGRESS)
         eligible, why = self.interface.pod_eligible_to_preempt_others(pod, diagnosis)
@@ -117,6 +178,12 @@ class Evaluator:
             if pod.nominated_node_name:
                 self.executor.clear_nomination(pod)
             return None, Status.unschedulable(fit_error_message(total, statuses))
+        return _Found(list(candidates), now_ns)
+
+    def actuate(
+        self, pod: PodInfo, candidates: Sequence[Candidate], now_ns: int
+    ) -> tuple[str | None, Status]:
+        """Steps 4 and 5: the best candidate, its victims evicted, its node to nominate."""
         best = self.select_candidate(candidates, now_ns)
         self.executor.prepare_candidate(best, pod)
         return best.node, Status.success()
@@ -226,9 +293,20 @@ class PluginPreemption:
     def executor(self) -> Executor:
         return self.evaluator.executor
 
-    def preempt(self, state: CycleState, pod: Pod, diagnosis: Diagnosis) -> PostFilterResult:
+    def preempt(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> PostFilterResult | Awaitable[PostFilterResult]:
         self.evaluator.handle.record_preemption_attempt()  # kube counts every call
-        node, status = self.evaluator.preempt(state, cast(PodInfo, pod), diagnosis)
+        info = cast(PodInfo, pod)
+        if self.evaluator.extenders_preempt(info):
+            return self._preempt_with_extenders(state, info, diagnosis)
+        node, status = self.evaluator.preempt(state, info, diagnosis)
+        return PostFilterResult(status, node)
+
+    async def _preempt_with_extenders(
+        self, state: CycleState, pod: PodInfo, diagnosis: Diagnosis
+    ) -> PostFilterResult:
+        node, status = await self.evaluator.preempt_with_extenders(state, pod, diagnosis)
         return PostFilterResult(status, node)
 
     def admit(self, pod: Pod) -> Status | None:

@@ -24,8 +24,12 @@ from scheduler.framework.extenders import (
     ExtenderFilterOutcome,
     ExtenderFilterVerdict,
     ExtenderNodes,
+    ExtenderPreemptOutcome,
     ExtenderScores,
+    ExtenderVictims,
+    PodsOn,
 )
+from scheduler.model._quote import go_quote
 from scheduler.observability.logging import get_logger
 from scheduler.plugins.extender import wire
 from scheduler.plugins.extender.wire import ExtenderCallError
@@ -113,6 +117,49 @@ class _One:
             raw[host] = raw.get(host, 0) + score
         return ExtenderScores(self.name, config.weight, raw)
 
+    async def preempt(
+        self,
+        pod: Pod,
+        victims: Mapping[str, ExtenderVictims],
+        pods_on: PodsOn,
+        deadline: float,
+    ) -> dict[str, ExtenderVictims]:
+        """kube's ``ProcessPreemption``: the extender's answer, UIDs resolved to pods.
+
+        A node the cluster does not have, or a UID not on its node, is an
+        error (kube's ``convertToVictims``), as is an answer that is not an
+        ``ExtenderPreemptionResult``.
+        """
+        config = self.config
+        sent = {
+            node: ([p.raw for p in v.pods], v.num_pdb_violations) for node, v in victims.items()
+        }
+        body = wire.preemption_args(pod.raw, sent, config.node_cache_capable)
+        got = await self.client.send(config.preempt_verb, body, deadline)
+        try:
+            answer = wire.parse_preemption(got)
+        except wire.ExtenderAnswerError as err:
+            raise ExtenderCallError(
+                f"extender {self.name} answered {config.preempt_verb} with an invalid "
+                f"ExtenderPreemptionResult: {err}"
+            ) from err
+        out: dict[str, ExtenderVictims] = {}
+        for node, meta in answer.items():
+            on_node = pods_on(node)
+            if on_node is None:
+                raise ExtenderCallError(f"nodeinfo not found for node name {go_quote(node)}")
+            pods: list[Pod] = []
+            for uid in meta.uids:
+                found = on_node.get(uid)
+                if found is None:
+                    raise ExtenderCallError(
+                        f"extender: {self.name} claims to preempt pod (UID: &{{{uid}}}) on "
+                        f"node: {node}, but the pod is not found on that node"
+                    )
+                pods.append(found)
+            out[node] = ExtenderVictims(pods, meta.num_pdb_violations)
+        return out
+
     async def bind(self, pod: Pod, node: str) -> None:
         body = wire.binding_args(pod.namespace, pod.name, pod.uid, node)
         got = await self.client.send(self.config.bind_verb, body, None)
@@ -157,6 +204,21 @@ class Extender(Plugin):
 
     def prioritizes(self, pod: Pod) -> bool:
         return any(e.config.prioritize_verb and e.interested(pod) for e in self.extenders)
+
+    def filters(self, pod: Pod) -> bool:
+        """Whether a ``filterVerb`` extender is interested in the pod."""
+        return any(e.config.filter_verb and e.interested(pod) for e in self.extenders)
+
+    def binds(self, pod: Pod) -> bool:
+        """Whether a ``bindVerb`` extender is interested in the pod."""
+        return any(e.config.bind_verb and e.interested(pod) for e in self.extenders)
+
+    def preempts(self, pod: Pod) -> bool:
+        return any(e.config.preempt_verb and e.interested(pod) for e in self.extenders)
+
+    def preempt_budget(self) -> float:
+        """Preempt calls run one after another: their timeouts add up."""
+        return sum(e.config.timeout for e in self.extenders if e.config.preempt_verb)
 
     def step_budget(self) -> float:
         """Filters run one after another, prioritizers together: their timeouts add up."""
@@ -219,6 +281,56 @@ class Extender(Plugin):
             elif isinstance(result, BaseException):
                 raise result
         return out
+
+    async def process_preemption(
+        self,
+        pod: Pod,
+        victims: dict[str, ExtenderVictims],
+        pods_on: PodsOn,
+        deadline: float,
+    ) -> ExtenderPreemptOutcome:
+        """kube's ``callExtenders``: in order, each on what the last left.
+
+        An extender that fails is skipped when ignorable and fails the
+        preemption otherwise; so does a node it answers without victims (an
+        ignorable extender's such node is dropped).
+        """
+        outcome = ExtenderPreemptOutcome(victims=victims)
+        for ext in self.extenders:
+            if not ext.config.preempt_verb or not ext.interested(pod):
+                continue
+            try:
+                got = await ext.preempt(pod, outcome.victims, pods_on, deadline)
+            except ExtenderCallError as err:
+                if ext.config.ignorable:
+                    log.info(
+                        "Skipped extender as it returned error and has ignorable flag set",
+                        extender=ext.name,
+                        pod=f"{pod.namespace}/{pod.name}",
+                        error=str(err),
+                    )
+                    outcome.skipped.append((ext.name, str(err)))
+                    continue
+                return ExtenderPreemptOutcome(error=str(err), skipped=outcome.skipped)
+            for node in list(got):
+                if got[node].pods:
+                    continue
+                if ext.config.ignorable:
+                    log.info(
+                        "Ignored node for which the extender didn't report victims",
+                        node=node,
+                        extender=ext.name,
+                    )
+                    del got[node]
+                    continue
+                return ExtenderPreemptOutcome(
+                    error=f"expected at least one victim pod on node {go_quote(node)}",
+                    skipped=outcome.skipped,
+                )
+            outcome.victims = got
+            if not got:
+                break
+        return outcome
 
     # -- Bind ---------------------------------------------------------------------
 

@@ -60,6 +60,73 @@ def extender_args(
     return {"Pod": pod, "Nodes": node_list, "NodeNames": None}
 
 
+def preemption_args(
+    pod: Mapping[str, Any],
+    victims: Mapping[str, tuple[Sequence[Mapping[str, Any]], int]],
+    node_cache_capable: bool,
+) -> dict[str, Any]:
+    """``ExtenderPreemptionArgs``: per node, the victims' UIDs (``MetaVictims``) when
+    nodeCacheCapable, else the victims' pod objects (``Victims``); the other null."""
+    if node_cache_capable:
+        meta = {
+            node: {
+                "Pods": [{"UID": (p.get("metadata") or {}).get("uid") or ""} for p in pods],
+                "NumPDBViolations": violations,
+            }
+            for node, (pods, violations) in victims.items()
+        }
+        return {"Pod": pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}
+    full = {
+        node: {"Pods": list(pods), "NumPDBViolations": violations}
+        for node, (pods, violations) in victims.items()
+    }
+    return {"Pod": pod, "NodeNameToVictims": full, "NodeNameToMetaVictims": None}
+
+
+@dataclass(frozen=True)
+class MetaVictims:
+    """One node's entry of an ``ExtenderPreemptionResult``: victims by pod UID."""
+
+    uids: list[str]
+    num_pdb_violations: int
+
+
+def parse_preemption(got: Any) -> dict[str, MetaVictims]:
+    """An ``ExtenderPreemptionResult`` (``NodeNameToMetaVictims``), in the answer's order.
+
+    The extender always answers with UIDs, whichever form it was sent. A null
+    node entry or pod would crash kube-scheduler (a nil pointer); here it is
+    an invalid answer.
+    """
+    body = _object(got, "ExtenderPreemptionResult")
+    nodes = field_of(body, "NodeNameToMetaVictims")
+    if nodes is None:
+        return {}
+    nodes = _object(nodes, "NodeNameToMetaVictims")
+    out: dict[str, MetaVictims] = {}
+    for node, entry in nodes.items():
+        where = f"NodeNameToMetaVictims[{node}]"
+        victims = _object(entry, where)
+        pods = field_of(victims, "Pods")
+        if pods is None:
+            pods = []
+        if not isinstance(pods, list):
+            raise ExtenderAnswerError(f"{where}.Pods: expected a list of pods")
+        uids = []
+        for i, meta_pod in enumerate(pods):
+            uid = field_of(_object(meta_pod, f"{where}.Pods[{i}]"), "UID")
+            uid = "" if uid is None else uid
+            if not isinstance(uid, str):
+                raise ExtenderAnswerError(f"{where}.Pods[{i}].UID: expected a string")
+            uids.append(uid)
+        violations = field_of(victims, "NumPDBViolations")
+        violations = 0 if violations is None else violations
+        if isinstance(violations, bool) or not isinstance(violations, int):
+            raise ExtenderAnswerError(f"{where}.NumPDBViolations: expected an integer")
+        out[str(node)] = MetaVictims(uids, violations)
+    return out
+
+
 def binding_args(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
     """``ExtenderBindingArgs``."""
     return {"PodName": name, "PodNamespace": namespace, "PodUID": uid, "Node": node}

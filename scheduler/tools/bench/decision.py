@@ -12,6 +12,8 @@ Workloads follow kube-scheduler's ``test/integration/scheduler_perf``:
   labelled with a hostname and one of three zones; pods as
   ``pod-default.yaml`` (one pause container requesting and limited to 100m
   cpu and 500Mi memory, container port 80).
+- HeteroBasic: SchedulingBasic with every pod distinct (its own labels,
+  cpu and memory requests), so reuse across identical pods never applies.
 - SchedulingPodAntiAffinity: pods as ``pod-with-pod-anti-affinity.yaml``
   (labelled ``color: green``, required anti-affinity to ``color: green`` on
   ``kubernetes.io/hostname`` over namespaces sched-0 and sched-1, same
@@ -23,13 +25,14 @@ one per node, as scheduler_perf's init pods end up. Each measured pod
 as the scheduler's assume step does, so the cluster fills as in a real run.
 
 Run: ``python -m scheduler.tools.bench.decision [--nodes N] [--init-pods N]
-[--pods N] [--workload NAME] [--cprofile]``.
+[--pods N] [--workload NAME] [--percentage P] [--clock wall|cpu] [--cprofile]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import pstats
 import statistics
@@ -40,6 +43,7 @@ from typing import Any
 
 from scheduler.config import load_config
 from scheduler.config.loading import DEFAULT_CONFIG
+from scheduler.daemon.allocator import keep_freed_memory
 from scheduler.framework.cycle import Algorithm
 from scheduler.framework.handle import FrameworkHandle, StaticStores
 from scheduler.framework.loader import PluginCatalog
@@ -58,8 +62,8 @@ def node_object(i: int) -> dict[str, Any]:
     return bench_node(f"node-{i}", i, cpu="4", memory="32Gi")
 
 
-def _container() -> dict[str, Any]:
-    resources = {"cpu": "100m", "memory": "500Mi"}
+def _container(cpu: str = "100m", memory: str = "500Mi") -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory}
     return {
         "name": "pause",
         "image": PAUSE,
@@ -68,18 +72,26 @@ def _container() -> dict[str, Any]:
     }
 
 
-def basic_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
-    spec: dict[str, Any] = {"containers": [_container()], "schedulerName": "pluggable-scheduler"}
+def _pod(
+    name: str,
+    namespace: str,
+    node: str | None,
+    spec: dict[str, Any],
+    labels: dict[str, str] | None = None,
+) -> PodInfo:
+    """A pod of ``spec`` for the bench's scheduler, bound to ``node`` if given."""
+    spec = {**spec, "schedulerName": "pluggable-scheduler"}
     if node is not None:
         spec["nodeName"] = node
-    return PodInfo.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"},
-            "spec": spec,
-        }
-    )
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"{namespace}-{name}"}
+    if labels:
+        metadata["labels"] = labels
+    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return PodInfo.from_dict(raw)
+
+
+def basic_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
+    return _pod(name, namespace, node, {"containers": [_container()]})
 
 
 def anti_affinity_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
@@ -88,31 +100,31 @@ def anti_affinity_pod(name: str, namespace: str, node: str | None = None) -> Pod
         "topologyKey": HOSTNAME,
         "namespaces": ["sched-1", "sched-0"],
     }
-    spec: dict[str, Any] = {
+    spec = {
         "containers": [_container()],
-        "schedulerName": "pluggable-scheduler",
         "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
     }
-    if node is not None:
-        spec["nodeName"] = node
-    return PodInfo.from_dict(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": f"{namespace}-{name}",
-                "labels": {"color": "green"},
-            },
-            "spec": spec,
-        }
-    )
+    return _pod(name, namespace, node, spec, {"color": "green"})
+
+
+def hetero_pod(name: str, namespace: str, node: str | None = None) -> PodInfo:
+    """A SchedulingBasic pod made unlike every other: its own labels and cpu/memory.
+
+    The number in the name picks the sizes (50m..249m cpu, 100Mi..999Mi memory,
+    spread so that neighbours differ) and the labels, so no two pods share a
+    batching signature: every decision filters and scores from scratch.
+    """
+    number = int(name.rsplit("-", 1)[-1])
+    cpu = f"{50 + (number * 37) % 200}m"
+    memory = f"{100 + (number * 53) % 900}Mi"
+    labels = {"app": f"hetero-{number}", "size": f"{cpu}-{memory}"}
+    return _pod(name, namespace, node, {"containers": [_container(cpu, memory)]}, labels)
 
 
 PodFactory = Callable[[str, str, "str | None"], PodInfo]
 WORKLOADS: dict[str, PodFactory] = {
     "SchedulingBasic": basic_pod,
+    "HeteroBasic": hetero_pod,
     "SchedulingPodAntiAffinity": anti_affinity_pod,
 }
 
@@ -147,13 +159,29 @@ def build(num_nodes: int, init_pods: int, make_pod: PodFactory, batching: bool =
     return Setup(table, profile, Algorithm(profile.framework, seed=0, batching=batching))
 
 
-def run_pods(setup: Setup, pods: list[PodInfo]) -> list[float]:
-    """Decide each pod, assume it onto its node; returns the decision times (seconds)."""
+#: ``--percentage`` value for "as the profile says" (the default config leaves it unset).
+PROFILE_PERCENTAGE = "profile"
+#: What a decision is timed with: wall time, or CPU time of the deciding thread,
+#: which other processes on a shared machine do not inflate.
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def run_pods(
+    setup: Setup,
+    pods: list[PodInfo],
+    percentage: int | str | None = PROFILE_PERCENTAGE,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
+    """Decide each pod, assume it onto its node; returns the decision times (seconds).
+
+    ``percentage``: the percentageOfNodesToScore to decide with (None: unset),
+    or the profile's own.
+    """
     table, algorithm = setup.table, setup.algorithm
     framework = setup.profile.framework
-    percentage = setup.profile.resolved.percentage_of_nodes_to_score
+    if isinstance(percentage, str):  # PROFILE_PERCENTAGE
+        percentage = setup.profile.resolved.percentage_of_nodes_to_score
     samples = []
-    clock = time.perf_counter
     for pod in pods:
         state = framework.new_cycle_state()
         start = clock()
@@ -190,12 +218,26 @@ def _percentile(sorted_samples: list[float], q: float) -> float:
 
 
 def measure(
-    workload: str, num_nodes: int, init_pods: int, pods: int, batching: bool = False
+    workload: str,
+    num_nodes: int,
+    init_pods: int,
+    pods: int,
+    batching: bool = False,
+    percentage: int | str | None = PROFILE_PERCENTAGE,
+    clock: str = "wall",
 ) -> Figures:
     make_pod = WORKLOADS[workload]
     setup = build(num_nodes, init_pods, make_pod, batching)
     measured = [make_pod(f"pod-{i}", "sched-1", None) for i in range(pods + WARMUP)]
-    samples = run_pods(setup, measured)[WARMUP:]
+    # As the daemon does after its first sync (Daemon.start_informers): the
+    # cluster's objects move to the permanent generation, so that a collection
+    # triggered inside a decision does not scan 65,000 nodes' worth of them.
+    gc.collect()
+    gc.freeze()
+    try:
+        samples = run_pods(setup, measured, percentage, CLOCKS[clock])[WARMUP:]
+    finally:
+        gc.unfreeze()
     ms = sorted(s * 1000 for s in samples)
     return Figures(
         workload + (" (batched)" if batching else ""),
@@ -216,14 +258,31 @@ def profile_workload(
     make_pod = WORKLOADS[workload]
     setup = build(num_nodes, init_pods, make_pod)
     measured = [make_pod(f"pod-{i}", "sched-1", None) for i in range(pods)]
+    gc.collect()
+    gc.freeze()  # as in measure()
     profiler = cProfile.Profile()
     profiler.enable()
     run_pods(setup, measured)
     profiler.disable()
+    gc.unfreeze()
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(top)
     return out.getvalue()
+
+
+def _percentage_arg(value: str) -> int | str | None:
+    if value in (PROFILE_PERCENTAGE, "unset"):
+        return None if value == "unset" else value
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 100:
+        raise argparse.ArgumentTypeError(
+            f"--percentage must be profile, unset or 0..100, not {value!r}"
+        )
+    return number
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cprofile",
         action="store_true",
-        help="also print a cProfile of the SchedulingBasic decisions (top by own time)",
+        help="also print a cProfile of each workload's decisions, unbatched (top by own time)",
     )
     parser.add_argument(
         "--batching",
@@ -248,21 +307,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="both",
         help="reuse node-local results across identical pods, as the daemon does (default: both)",
     )
+    parser.add_argument(
+        "--percentage",
+        type=_percentage_arg,
+        default=PROFILE_PERCENTAGE,
+        metavar="{profile,unset,0..100}",
+        help="percentageOfNodesToScore to decide with (default: the profile's, unset)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=list(CLOCKS),
+        default="wall",
+        help="time decisions by wall clock or by the deciding thread's CPU time, which "
+        "other processes on a shared machine do not inflate (default: wall)",
+    )
     args = parser.parse_args(argv)
     configure_logging("text", QUIET)
+    keep_freed_memory()  # as `pluggable-scheduler run` does
     names = list(WORKLOADS) if args.workload == "all" else [args.workload]
     print(
         f"decision time per pod (PreFilter..pick), default profile, {args.nodes} nodes, "
-        f"{args.init_pods} existing pods, {args.pods} measured pods (+{WARMUP} warm-up):"
+        f"{args.init_pods} existing pods, {args.pods} measured pods (+{WARMUP} warm-up), "
+        f"percentageOfNodesToScore {'unset' if args.percentage is None else args.percentage}, "
+        f"{args.clock} time:"
     )
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.batching]
     for name in names:
         for batching in modes:
-            figures = measure(name, args.nodes, args.init_pods, args.pods, batching)
+            figures = measure(
+                name, args.nodes, args.init_pods, args.pods, batching, args.percentage, args.clock
+            )
             print("  " + figures.line())
     if args.cprofile:
-        print()
-        print(profile_workload("SchedulingBasic", args.nodes, args.init_pods, args.pods))
+        for name in names:
+            print(f"\ncProfile of {name}:")
+            print(profile_workload(name, args.nodes, args.init_pods, args.pods))
     return 0
 
 
