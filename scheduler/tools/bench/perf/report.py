@@ -39,6 +39,9 @@ TARGET_RATIO = {
     "SteadyStateClusterResourceClaimTemplate": 1.5,
 }
 DEFAULT_TARGET_RATIO = 0.8
+#: Issue #22's targets for large clusters, by the smallest node count they apply
+#: to (the largest that fits wins): ours / kube-scheduler on every workload.
+LARGE_CLUSTER_TARGETS: tuple[tuple[int, float], ...] = ((15000, 2.0), (65000, 1.5))
 DECISION_P50_TARGET_MS = 1.0
 MEMORY_TARGET_MIB = 1024.0
 
@@ -281,17 +284,37 @@ def target_verdicts(result: Mapping[str, Any]) -> list[str]:
     schedulers: Mapping[str, Any] = result.get("schedulers") or {}
     ours = schedulers.get("ours")
     kube = schedulers.get("kube")
+    nodes = _get(result, "params", "nodes") or 0
+    large = nodes >= LARGE_CLUSTER_TARGETS[0][0]
     if name == "Memory":
         rss = _get(ours, "process", "rss_after_sync_mib")
-        if rss is not None:
+        kube_rss = _get(kube, "process", "rss_after_sync_mib")
+        if large and rss is not None and kube_rss is not None:
+            verdict = "met" if rss <= kube_rss else "MISSED"
+            out.append(
+                f"{name}: RSS after sync {rss:.0f} MiB (target <= kube-scheduler's "
+                f"{kube_rss:.0f} MiB): {verdict}"
+            )
+        elif rss is not None:
             verdict = "met" if rss <= MEMORY_TARGET_MIB else "MISSED"
             out.append(f"{name}: RSS after sync {rss:.0f} MiB (target <= 1024 MiB): {verdict}")
         return out
     r = ratio(_get(ours, "throughput", "avg"), _get(kube, "throughput", "avg"))
     target = TARGET_RATIO.get(name, DEFAULT_TARGET_RATIO)
+    for threshold, large_target in LARGE_CLUSTER_TARGETS:
+        if nodes >= threshold:
+            target = large_target
     if r is not None:
         verdict = "met" if r >= target else "MISSED"
         out.append(f"{name}: throughput ours/kube {r:.2f} (target >= {target:.1f}): {verdict}")
+    attempt = _get(ours, "attempt_ms", "p50_ms")
+    kube_attempt = _get(kube, "attempt_ms", "p50_ms")
+    if large and attempt is not None and kube_attempt is not None:
+        verdict = "met" if attempt <= kube_attempt else "MISSED"
+        out.append(
+            f"{name}: attempt p50 {attempt:.2f} ms (target <= kube-scheduler's "
+            f"{kube_attempt:.2f} ms): {verdict}"
+        )
     return out
 
 

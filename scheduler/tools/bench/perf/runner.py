@@ -52,6 +52,7 @@ import orjson
 
 from scheduler.tools.bench.perf import report, workloads
 from scheduler.tools.bench.perf.batch import QuotaAudit, crd_manifests, gang_figures
+from scheduler.tools.bench.perf.progress import INTERVAL, Progress, say
 from scheduler.tools.bench.perf.workloads import Phase, Workload
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -122,6 +123,11 @@ def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workl
         asyncio.run(serve())
 
 
+#: How long an emulator may take to load its preloaded cluster and listen (65,000
+#: nodes with 200,000 pods take about a minute on two busy cores).
+EMULATOR_START_SECONDS = 900.0
+
+
 @contextlib.contextmanager
 def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
     """The API server emulator in a process of its own, preloaded with the cluster."""
@@ -132,14 +138,22 @@ def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
     process = ctx.Process(target=_serve_emulator, args=(child, workload), daemon=True)
     process.start()
     try:
-        deadline = time.monotonic() + 600
+        started = time.monotonic()
+        deadline = started + EMULATOR_START_SECONDS
+        next_line = started + INTERVAL
         while not parent.poll(0.5):  # an emulator that died (an import error) says so at once
             if not process.is_alive():
                 raise RuntimeError(
                     f"the emulator exited (code {process.exitcode}) before it started"
                 )
-            if time.monotonic() > deadline:
-                raise RuntimeError("the emulator did not start within 600 s")
+            now = time.monotonic()
+            if now > deadline:
+                raise RuntimeError(
+                    f"the emulator did not start within {EMULATOR_START_SECONDS:.0f} s"
+                )
+            if now >= next_line:  # 65,000 nodes and 200,000 pods take a minute to load
+                say(f"the emulator is loading the cluster ({now - started:.0f} s)")
+                next_line = now + INTERVAL
         url = str(parent.recv())
         kubeconfig = write_kubeconfig(workdir / "emulator.kubeconfig", url)
         yield ApiServer(url, Path(kubeconfig), preloaded=True, pid=process.pid)
@@ -226,17 +240,25 @@ class Api:
                 raise RuntimeError(f"{method} {path} -> {resp.status}: {raw[:300]!r}")
         raise AssertionError("unreachable")
 
-    async def create_all(self, objects: Sequence[dict[str, Any]], concurrency: int) -> None:
+    async def create_all(
+        self, objects: Sequence[dict[str, Any]], concurrency: int, what: str | None = None
+    ) -> None:
         """POST every object, `concurrency` in flight."""
-        await self.create_groups([[obj] for obj in objects], concurrency)
+        await self.create_groups([[obj] for obj in objects], concurrency, what)
 
     async def create_groups(
-        self, groups: Sequence[Sequence[dict[str, Any]]], concurrency: int
+        self,
+        groups: Sequence[Sequence[dict[str, Any]]],
+        concurrency: int,
+        what: str | None = None,
     ) -> None:
         """Create every group, `concurrency` groups in flight, each group's objects
         one after the other (a pod's PVC and PV before it, as scheduler_perf's
-        workers do). Kinds whose status a create resets get it written back."""
+        workers do). Kinds whose status a create resets get it written back.
+        With `what`, a long creation prints its progress under that name."""
         it = iter(groups)
+        done = [0]
+        tracker = Progress(f"creating {what}", len(groups)) if what else None
 
         async def worker() -> None:
             for group in it:
@@ -246,8 +268,13 @@ class Api:
                     if obj["kind"] in workloads.STATUS_UPDATE_KINDS:
                         status_path = f"{path}/{obj['metadata']['name']}/status"
                         await self.request("PUT", status_path, obj, ok=(200, 201))
+                done[0] += 1
+                if tracker is not None:
+                    tracker.update(done[0])
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        if tracker is not None:
+            tracker.finish(done[0])
 
 
 #: Kinds outside the core group: their API group and version, and plural.
@@ -324,11 +351,11 @@ async def populate(api: Api, workload: Workload, concurrency: int) -> None:
         await install_crds(api, crd_manifests(workload))
     if not api.server.preloaded:
         await api.create_all([*workloads.namespaces(), workloads.priority_class()], 1)
-        await api.create_all(list(workloads.nodes(workload)), concurrency)
-        await api.create_all(list(workloads.csi_nodes(workload)), concurrency)
-        await api.create_all(workloads.dra_objects(workload), concurrency)
+        await api.create_all(list(workloads.nodes(workload)), concurrency, "nodes")
+        await api.create_all(list(workloads.csi_nodes(workload)), concurrency, "CSINodes")
+        await api.create_all(workloads.dra_objects(workload), concurrency, "DRA objects")
         if workload.bound_pods:
-            await api.create_all(list(workloads.bound_pods(workload)), concurrency)
+            await api.create_all(list(workloads.bound_pods(workload)), concurrency, "bound pods")
     await api.create_all(workloads.allocated_claims(workload), concurrency)
     objects = workloads.batch_objects(workload)
     await api.create_all([o for o in objects if o["kind"] == "Namespace"], concurrency)
@@ -703,6 +730,28 @@ async def _steady_state(
         batch += 1
 
 
+async def _wait_scheduled(
+    tracker: PodTracker, phase: Phase, done: asyncio.Event, limit: float
+) -> bool:
+    """Wait until `done` (the phase's pods are bound) or `limit` seconds pass; False
+    if they pass first.
+
+    A long wait prints how many of the phase's pods are bound every
+    :data:`INTERVAL` seconds.
+    """
+    progress = Progress(f"{phase.name} pods scheduled", phase.expected)
+    deadline = time.monotonic() + limit
+    while not done.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), min(remaining, INTERVAL))
+        progress.update(tracker.bound_count(phase.namespaces))
+    progress.finish(tracker.bound_count(phase.namespaces))
+    return True
+
+
 async def drive(
     server: ApiServer, workload: Workload, proc: SchedulerProcess, options: Options
 ) -> dict[str, Any]:
@@ -721,10 +770,9 @@ async def drive(
             done = tracker.wait_for(phase.namespaces, phase.expected)
             if not phase.measure:
                 t0 = time.perf_counter()
-                await api.create_groups(groups, options.concurrency)
+                await api.create_groups(groups, options.concurrency, f"{phase.name} pods")
                 if phase.wait:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
+                    await _wait_scheduled(tracker, phase, done, phase_timeout(options, phase))
                     got = tracker.bound_count(phase.namespaces)
                     if got < phase.count:
                         raise RuntimeError(
@@ -756,10 +804,9 @@ async def drive(
                 expected = created[0]
             else:
                 creating = asyncio.create_task(api.create_groups(groups, options.concurrency))
-                try:
-                    await asyncio.wait_for(done.wait(), phase_timeout(options, phase))
-                except TimeoutError:
-                    timed_out = True
+                timed_out = not await _wait_scheduled(
+                    tracker, phase, done, phase_timeout(options, phase)
+                )
                 await creating
             end = time.perf_counter()
             after = proc_sample(proc.pid)
@@ -907,6 +954,8 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
 
         asyncio.run(setup())
         setup_seconds = time.perf_counter() - t0
+        if setup_seconds >= INTERVAL:
+            say(f"cluster ready in {setup_seconds:.0f} s; starting {kind} and waiting for its sync")
         extender = noop_extender(workdir) if options.extender else contextlib.nullcontext(None)
         with extender as url:
             launcher = (
@@ -937,6 +986,8 @@ def _measure(
 ) -> dict[str, Any]:
     """Start the scheduler and run the workload against it."""
     with launcher as proc:
+        if proc.ready_seconds >= INTERVAL:
+            say(f"{proc.kind} ready in {proc.ready_seconds:.0f} s")
         if workload.memory_only:
             result = asyncio.run(measure_memory(proc))
         else:
@@ -1057,7 +1108,14 @@ def run(
 # -- command line ------------------------------------------------------------------------
 
 
-def _workload_names(values: Sequence[str]) -> list[str]:
+def _workload_names(values: Sequence[str], scale: str = "full") -> list[str]:
+    """The workloads named, groups expanded to their members that `scale` has
+    (the 15k and 65k scales have a few workloads only)."""
+    at_scale = workloads.SCALES[scale]
+
+    def members(group: Sequence[str]) -> list[str]:
+        return [n for n in group if n in at_scale]
+
     names: list[str] = []
     for value in values:
         for part in value.split(","):
@@ -1065,13 +1123,13 @@ def _workload_names(values: Sequence[str]) -> list[str]:
             if not part:
                 continue
             if part == "all":
-                names += workloads.DEFAULT_WORKLOADS
+                names += members(workloads.DEFAULT_WORKLOADS)
             elif part == "volumes":
-                names += workloads.VOLUME_WORKLOADS
+                names += members(workloads.VOLUME_WORKLOADS)
             elif part == "dra":
-                names += workloads.DRA_WORKLOADS
+                names += members(workloads.DRA_WORKLOADS)
             elif part == "batch":
-                names += workloads.BATCH_WORKLOADS
+                names += members(workloads.BATCH_WORKLOADS)
             elif part in workloads.WORKLOAD_NAMES:
                 names.append(part)
             else:
@@ -1079,7 +1137,13 @@ def _workload_names(values: Sequence[str]) -> list[str]:
                     f"unknown workload {part!r}; choose from: all, volumes, dra, batch, "
                     + ", ".join(workloads.WORKLOAD_NAMES)
                 )
-    return list(dict.fromkeys(names)) or list(workloads.DEFAULT_WORKLOADS)
+    asked = [p.strip() for v in values for p in v.split(",") if p.strip()]
+    if asked and not names:
+        raise SystemExit(
+            f"no workload of {', '.join(asked)} has a {scale} variant; "
+            f"{scale} has: {', '.join(at_scale)}"
+        )
+    return list(dict.fromkeys(names)) or members(workloads.DEFAULT_WORKLOADS)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -1098,7 +1162,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "ResourceClaims, 'batch' Coscheduling and CapacityScheduling against "
         "scheduler-plugins' kube-scheduler: " + ", ".join(workloads.WORKLOAD_NAMES),
     )
-    parser.add_argument("--scale", choices=sorted(workloads.SCALES), default="full")
+    parser.add_argument(
+        "--scale",
+        choices=sorted(workloads.SCALES),
+        default="full",
+        help="full: scheduler_perf's 5000Nodes variants; small: its 500Nodes ones; 15k and "
+        "65k: the 5000Nodes pods on 15,000 / 65,000 nodes (SchedulingBasic, HeteroBasic, "
+        "SchedulingPodAntiAffinity, TopologySpreading, SchedulingCSIPVs, "
+        "SchedulingWithResourceClaimTemplate; Memory at 65k: 200,000 bound pods)",
+    )
     parser.add_argument("--nodes", type=int, help="override the number of nodes")
     parser.add_argument(
         "--init-pods",
@@ -1150,7 +1222,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if bad or not schedulers:
         parser.error(f"--schedulers takes ours and/or kube, got {args.schedulers!r}")
     args.schedulers = schedulers
-    args.workloads = _workload_names(args.workload)
+    args.workloads = _workload_names(args.workload, args.scale)
     return args
 
 

@@ -114,6 +114,9 @@ class Phase:
     # How many of the pods can be scheduled at all (quotas leave the rest pending);
     # None: all of them.
     admitted: int | None = None
+    # HeteroBasic: the workload-wide number of the phase's first pod, so that no
+    # pod of any phase shares its requests with another (:func:`hetero_requests`).
+    index_base: int = 0
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -237,6 +240,17 @@ def _basic(nodes: int, init: int, measure: int) -> Workload:
         (
             Phase("init", init, "default", INIT_NAMESPACE),
             Phase("measured", measure, "default", MEASURE_NAMESPACE, measure=True),
+        ),
+    )
+
+
+def _hetero(nodes: int, init: int, measure: int) -> Workload:
+    return Workload(
+        "HeteroBasic",
+        nodes,
+        (
+            Phase("init", init, "hetero", INIT_NAMESPACE),
+            Phase("measured", measure, "hetero", MEASURE_NAMESPACE, measure=True, index_base=init),
         ),
     )
 
@@ -487,6 +501,7 @@ def _elastic_quota(nodes: int, init: int, measure: int) -> Workload:
 
 _BUILDERS = {
     "SchedulingBasic": _basic,
+    "HeteroBasic": _hetero,
     "SchedulingPodAntiAffinity": _anti_affinity,
     "TopologySpreading": _spreading,
     "SchedulingNodeAffinity": _node_affinity,
@@ -527,6 +542,7 @@ BATCH_WORKLOADS: tuple[str, ...] = ("SchedulingGangs", "SchedulingElasticQuota")
 SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
     "full": {
         "SchedulingBasic": (5000, 1000, 10000),
+        "HeteroBasic": (5000, 1000, 10000),
         "SchedulingPodAntiAffinity": (5000, 1000, 1000),
         "TopologySpreading": (5000, 5000, 2000),
         "SchedulingNodeAffinity": (5000, 5000, 1000),
@@ -545,6 +561,7 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
     },
     "small": {
         "SchedulingBasic": (500, 500, 1000),
+        "HeteroBasic": (500, 500, 1000),
         "SchedulingPodAntiAffinity": (500, 100, 400),
         "TopologySpreading": (500, 1000, 1000),
         "SchedulingNodeAffinity": (500, 500, 1000),
@@ -560,6 +577,27 @@ SCALES: dict[str, dict[str, tuple[int, int, int]]] = {
         "SteadyStateClusterResourceClaimTemplate": (100, 0, 10),
         "SchedulingGangs": (500, 500, 500),  # 50 gangs of 10
         "SchedulingElasticQuota": (500, 500, 500),  # 10 quotas, 450 within max
+    },
+    # Larger clusters (issue #22; upstream has no variant above 5000 nodes): the
+    # 5000Nodes variant's pods on 3x and 13x the nodes, so that a change in
+    # throughput against "full" is the node count's alone, and a 15k run of one
+    # workload (both schedulers) stays within a few minutes on two cores.
+    "15k": {
+        "SchedulingBasic": (15000, 1000, 10000),
+        "HeteroBasic": (15000, 1000, 10000),
+        "SchedulingPodAntiAffinity": (15000, 1000, 1000),
+        "TopologySpreading": (15000, 5000, 2000),
+        "SchedulingCSIPVs": (15000, 5000, 1000),
+        "SchedulingWithResourceClaimTemplate": (15000, 2500, 2500),
+    },
+    "65k": {
+        "SchedulingBasic": (65000, 1000, 10000),
+        "HeteroBasic": (65000, 1000, 10000),
+        "SchedulingPodAntiAffinity": (65000, 1000, 1000),
+        "TopologySpreading": (65000, 5000, 2000),
+        "SchedulingCSIPVs": (65000, 5000, 1000),
+        "SchedulingWithResourceClaimTemplate": (65000, 2500, 2500),
+        "Memory": (65000, 200000, 0),
     },
 }
 
@@ -582,6 +620,10 @@ def build(
 ) -> Workload:
     """The workload `name` at `scale`, with optional overrides of its sizes (and of
     the steady-state workloads' duration)."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; choose from: {', '.join(SCALES)}")
+    if name not in SCALES[scale]:
+        raise ValueError(f"no {scale} variant of {name}; {scale} has: {', '.join(SCALES[scale])}")
     default_nodes, default_init, default_pods = SCALES[scale][name]
     sizes = (
         default_nodes if nodes is None else nodes,
@@ -627,8 +669,28 @@ def node(i: int, zones: tuple[str, ...] = (), name: str | None = None, dra: bool
     }
 
 
-def _container(cpu: str, limits: bool = True) -> Obj:
-    requests = {"cpu": cpu, "memory": "500Mi"}
+#: HeteroBasic's pods: ``app`` takes one of this many values, as a few Deployments'
+#: pods would; the cpu requests cycle through HETERO_CPU_STEPS millicore values.
+HETERO_APPS = 5
+HETERO_CPU_STEPS = 200
+HETERO_LABEL = "hetero-id"
+
+
+def hetero_requests(index: int) -> tuple[int, int]:
+    """Millicores and MiB of memory HeteroBasic's pod number `index` requests.
+
+    cpu is 50m..249m, stepping by 37m modulo 200 (37 is prime to 200, so the
+    200 values come in a scrambled order); memory is 64Mi plus 4Mi for every
+    200 pods. ``index -> (index % 200, index // 200)`` is one-to-one, so no
+    two pods of a workload request the same pair, and even 100,000 pods stay
+    under 2.1Gi and 250m each: every pod fits every node, room left.
+    """
+    step, block = index % HETERO_CPU_STEPS, index // HETERO_CPU_STEPS
+    return 50 + (step * 37) % HETERO_CPU_STEPS, 64 + 4 * block
+
+
+def _container(cpu: str, limits: bool = True, memory: str = "500Mi") -> Obj:
+    requests = {"cpu": cpu, "memory": memory}
     resources: Obj = {"requests": requests}
     if limits:
         resources["limits"] = dict(requests)
@@ -647,16 +709,20 @@ def pod(
     node: str | None = None,
     claim: str | None = None,
     group: str | None = None,
+    index: int = 0,
 ) -> Obj:
     """A pod from one of scheduler_perf's templates (by short name).
 
     With `claim`, the one volume ``CreatePodWithPersistentVolume`` adds: ``vol``
     from that PVC. With `group`, the label that makes it a member of that
-    Coscheduling PodGroup.
+    Coscheduling PodGroup. ``hetero`` (HeteroBasic, no upstream template) is
+    ``pod-default.yaml`` with labels and requests of its own, from `index`
+    (:func:`hetero_requests`).
     """
     labels: dict[str, str] = {}
     spec: Obj = {"schedulerName": SCHEDULER_NAME}
     cpu = "100m"
+    memory = "500Mi"
     if template == "anti-affinity":  # pod-with-pod-anti-affinity.yaml
         labels = {"color": "green", "name": "test"}
         spec["affinity"] = {
@@ -698,6 +764,10 @@ def pod(
                 }
             }
         }
+    elif template == "hetero":
+        milli, mebi = hetero_requests(index)
+        cpu, memory = f"{milli}m", f"{mebi}Mi"
+        labels = {HETERO_LABEL: str(index), "app": f"hetero-{index % HETERO_APPS}"}
     elif template == "large-cpu":  # pod-large-cpu.yaml: fits no 4-cpu node
         cpu = "9"
     elif template == "low-priority":  # pod-low-priority.yaml
@@ -721,7 +791,10 @@ def pod(
         spec["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimTemplateName": CLAIM_TEMPLATE}]
     elif template != "default":  # the default template adds nothing
         raise ValueError(f"unknown pod template {template!r}")
-    spec.setdefault("containers", [_container(cpu, limits=template != "high-priority-large-cpu")])
+    spec.setdefault(
+        "containers",
+        [_container(cpu, limits=template != "high-priority-large-cpu", memory=memory)],
+    )
     if claim is not None:
         spec["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]
     if node is not None:
@@ -988,7 +1061,17 @@ def phase_objects(phase: Phase, batch: int = 0) -> list[list[Obj]]:
         name = pod_name(phase.name, i)
         if phase.volume is None:
             namespace = phase.namespace_of(i)
-            groups.append([pod(phase.template, name, namespace, group=phase.gang_of(i))])
+            groups.append(
+                [
+                    pod(
+                        phase.template,
+                        name,
+                        namespace,
+                        group=phase.gang_of(i),
+                        index=phase.index_base + i,
+                    )
+                ]
+            )
             continue
         groups.append(
             [
