@@ -89,6 +89,12 @@ class DeviceTable:
     #: Nodes that see a device the arrays cannot judge: they take the search.
     complex_nodes: set[str]
     _masks: dict[tuple[int, tuple[str, ...]], BoolArray | None] = field(default_factory=dict)
+    #: Each device key's position: allocated devices are marked by key lookups,
+    #: as many as devices are allocated, not one test per device of the cluster.
+    key_index: dict[tuple[str, str, str], int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key_index = {key: i for i, key in enumerate(self.keys)}
 
     @classmethod
     def build(cls, slices: SliceIndex) -> DeviceTable | None:
@@ -171,11 +177,13 @@ class DeviceTable:
 
     def free_counts(self, selectable: BoolArray, taken: set[tuple[str, str, str]]) -> IntArray:
         """Per node (``node_names`` order): free devices the request may use."""
+        usable = selectable
         if taken:
-            in_use = np.fromiter((k in taken for k in self.keys), np.bool_, len(self.keys))
-            usable = selectable & ~in_use
-        else:
-            usable = selectable
+            index = self.key_index
+            hits = [i for i in map(index.get, taken) if i is not None]
+            if hits:
+                usable = selectable.copy()
+                usable[hits] = False
         return np.bincount(self.device_node[usable], minlength=len(self.node_names)).astype(
             np.int64
         )
