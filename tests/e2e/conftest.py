@@ -462,3 +462,24 @@ async def claim_controller(
         yield None
     finally:
         emulator.call(controller.stop)
+
+
+@pytest.fixture
+async def priorities(cluster: Cluster) -> AsyncIterator[dict[str, str]]:
+    """A low (10) and a high (1000) PriorityClass of the test's own (cluster-scoped,
+    removed after), by level."""
+    names = {"low": f"{cluster.namespace}-low", "high": f"{cluster.namespace}-high"}
+    for level, value in (("low", 10), ("high", 1000)):
+        await cluster.client.request(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            body={
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": names[level]},
+                "value": value,
+            },
+        )
+    yield names
+    for name in names.values():
+        await cluster.client.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")

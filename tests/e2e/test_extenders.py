@@ -213,26 +213,6 @@ async def test_ignorable_extenders_that_fail_are_skipped(
     await wait_until(lambda: toy.toy.verbs() == ["filter"], message="one filter call")
 
 
-@pytest.fixture
-async def priorities(cluster: Cluster) -> AsyncIterator[dict[str, str]]:
-    """A low and a high PriorityClass of the test's own (cluster-scoped, removed after)."""
-    names = {"low": f"{cluster.namespace}-low", "high": f"{cluster.namespace}-high"}
-    for level, value in (("low", 10), ("high", 1000)):
-        await cluster.client.request(
-            "POST",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            body={
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": names[level]},
-                "value": value,
-            },
-        )
-    yield names
-    for name in names.values():
-        await cluster.client.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
-
-
 async def test_preempt_verb_drops_a_candidate_and_narrows_the_victims(
     cluster: Cluster,
     start_daemon: StartDaemon,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,6 @@ from scheduler.model.gangs import POD_GROUP_LABEL, gang_of
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 NODES, NODE_CPU = 6, "4"
-LOW, HIGH = 10, 1000
 PHASE_TIMEOUT = 60.0
 
 
@@ -126,25 +124,6 @@ class PodWatch:
         """Gangs with some but not all members running."""
         counts = {g.name: self.count_running(g) for g in gangs}
         return {g.name: counts[g.name] for g in gangs if 0 < counts[g.name] < g.size}
-
-
-@pytest.fixture
-async def priorities(cluster: Cluster) -> AsyncIterator[dict[str, str]]:
-    names = {"low": f"{cluster.namespace}-low", "high": f"{cluster.namespace}-high"}
-    for level, value in (("low", LOW), ("high", HIGH)):
-        await cluster.client.request(
-            "POST",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            body={
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": names[level]},
-                "value": value,
-            },
-        )
-    yield names
-    for name in names.values():
-        await cluster.client.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
 async def serves(cluster: Cluster, group_version: str, plural: str) -> bool:

@@ -7,34 +7,11 @@ this checks each against what the daemon actually did to the pods.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 INCOMING = "scheduler_queue_incoming_pods_total"
-
-
-@pytest.fixture
-async def priorities(cluster: Cluster) -> AsyncIterator[dict[str, str]]:
-    """A low and a high PriorityClass of the test's own (cluster-scoped, removed after)."""
-    names = {"low": f"{cluster.namespace}-low", "high": f"{cluster.namespace}-high"}
-    for level, value in (("low", 10), ("high", 1000)):
-        await cluster.client.request(
-            "POST",
-            "/apis/scheduling.k8s.io/v1/priorityclasses",
-            body={
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": names[level]},
-                "value": value,
-            },
-        )
-    yield names
-    for name in names.values():
-        await cluster.client.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
 def incoming(running: Any, queue: str, event: str) -> float:
