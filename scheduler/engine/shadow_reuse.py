@@ -159,7 +159,8 @@ class Derivation:
             return None
         assert decided.filter_outcome is not None and decided.node is not None
         feasible = NodeSet(table, decided.filter_outcome.feasible.rows)
-        state = self.view.new_cycle_state()
+        # Nothing runs for a weights-only shadow: no plugin calls to sample or time.
+        state = self.view.new_cycle_state() if self.changed else CycleState()
         signature: bytes | None = None
         if self.changed:
             pre, status = self.view.run_pre_filter(state, pod, table.all_nodes())

@@ -40,6 +40,11 @@ MOST_ALLOCATED = {
     "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
 }
 
+#: NodeResourcesFit scoring by MostAllocated instead of LeastAllocated.
+FIT_MOST_ALLOCATED: dict[str, Any] = {
+    "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": MOST_ALLOCATED}}]
+}
+
 #: (label, the shadow profile's changes, derive decisions)
 VARIANTS: list[tuple[str, dict[str, Any], bool]] = [
     (
@@ -53,20 +58,12 @@ VARIANTS: list[tuple[str, dict[str, Any], bool]] = [
     ),
     (
         "args",
-        {
-            "pluginConfig": [
-                {"name": "NodeResourcesFit", "args": {"scoringStrategy": MOST_ALLOCATED}}
-            ]
-        },
+        FIT_MOST_ALLOCATED,
         True,
     ),
     (
         "args, full cycle",
-        {
-            "pluginConfig": [
-                {"name": "NodeResourcesFit", "args": {"scoringStrategy": MOST_ALLOCATED}}
-            ]
-        },
+        FIT_MOST_ALLOCATED,
         False,
     ),
 ]
