@@ -107,6 +107,19 @@ def nodes_to_find(num_nodes: int, percentage: int | None) -> int:
     return num_feasible_nodes_to_find(num_nodes, percentage)
 
 
+def with_extenders(percentage: int | None) -> int | None:
+    """The percentage of a cycle HTTP extenders take part in: unset means kube's adaptive one.
+
+    Our all-nodes default pays off because Filter and Score are vectorized;
+    an extender's work, and the encoding of its node list, grow with every
+    node sent, as in kube-scheduler, which sends what its sample found. So a
+    cycle with extenders samples as kube's does (about 500 of 5,000 nodes), and
+    the extender gets the node lists kube-scheduler would send it
+    (BENCHMARKS.md, "SchedulingBasic with one no-op HTTP extender").
+    """
+    return 0 if percentage is None else percentage
+
+
 def _first_window(want: int, num_nodes: int) -> int:
     """Rows to filter first when ``want`` feasible nodes are sought: a little more than
     ``want``, so that a few rejected nodes do not cost a second pass."""
@@ -236,11 +249,12 @@ class Algorithm:
         the nodes when the result is final: a failure, or (with ``nominated``)
         the pod's nominated node passing every Filter plugin, which the
         extenders must then still pass (kube's ``evaluateNominatedNode``).
+        ``percentage`` unset samples as kube does (:func:`with_extenders`).
         """
         start = time.perf_counter()
         try:
             result, feasible, self.split_signature, self.split_pod = self._until_feasible(
-                state, pod, table, percentage, nominated=nominated, extenders=True
+                state, pod, table, with_extenders(percentage), nominated=nominated, extenders=True
             )
             return result, feasible
         finally:

@@ -105,3 +105,32 @@ def test_a_nominated_node_is_tried_first_through_the_extenders(
         if verb == "filter"
     ]
     assert sent == filtered
+
+
+@pytest.mark.parametrize(("percentage", "sent"), [(None, 230), (100, 500), (20, 100)])
+def test_extenders_get_the_node_lists_kube_samples(percentage: int | None, sent: int) -> None:
+    """percentageOfNodesToScore unset: a cycle with extenders samples with kube's adaptive
+    rule (46% of 500 nodes), though without extenders it would score all 500."""
+    many = [make_node(f"n-{i:03}", labels={"ok": "true"}) for i in range(500)]
+    toy = ToyExtender()
+    doc: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "extenders": [{"urlPrefix": "", "filterVerb": "filter", "nodeCacheCapable": True}],
+    }
+    if percentage is not None:
+        doc["percentageOfNodesToScore"] = percentage
+    with ThreadedExtender(toy) as ext:
+        doc["extenders"][0]["urlPrefix"] = ext.url
+        result = explain(many, pod(), load_config(doc), PluginCatalog.discover())
+    assert result.node is not None and result.feasible_nodes == sent
+    [(verb, body)] = toy.calls
+    assert verb == "filter" and len(body["NodeNames"]) == sent
+    if percentage is None:
+        plain = explain(
+            many,
+            pod(),
+            load_config({"apiVersion": API_VERSION, "kind": KIND}),
+            PluginCatalog.discover(),
+        )
+        assert plain.feasible_nodes == 500

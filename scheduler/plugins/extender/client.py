@@ -1,16 +1,16 @@
 """One HTTP extender's client: one aiohttp connection pool, kube's URL and error rules.
 
-The calls run on an event loop of their own, on a thread of its own (one for
-every extender of the process, :func:`io_loop`), and the scheduler's loop
-awaits their results. On a busy machine a ``send`` to a local extender
-often hands the CPU to the woken extender inside the system call: on the
-scheduler's thread that stalled the whole loop (informers, bindings, the
-next decisions) for the extender's turn. Go's HTTP client, on a goroutine,
-stalls only that goroutine; so does this one.
+The calls run on the scheduling loop. They ran on an event loop of their
+own on a thread for a while (session 7): under heavy load from other
+processes a thread of ours took a larger share of the cores, but on a quiet
+machine the two threads fought over the GIL and every call crossed threads
+twice, which cost more than the call (BENCHMARKS.md, "SchedulingBasic with
+one no-op HTTP extender": 256-357 pods/s with the thread, 475-551 without,
+500 nodes, same commit).
 
-The session is created on first use, inside the I/O loop, and closed with
-the plugin. Every call is bounded by the extender's ``httpTimeout`` and by
-the pod's scheduling deadline, whichever comes first.
+The session is created on first use and closed with the plugin. Every call
+is bounded by the extender's ``httpTimeout`` and by the pod's scheduling
+deadline, whichever comes first.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -71,26 +70,6 @@ def _dial_error(err: aiohttp.ClientConnectorError) -> str:
     return f"dial tcp {where}: {cause.strerror or cause}"
 
 
-_io_loop: asyncio.AbstractEventLoop | None = None
-_io_lock = threading.Lock()
-
-
-def io_loop() -> asyncio.AbstractEventLoop:
-    """The extenders' I/O event loop, started on a daemon thread on first use."""
-    global _io_loop
-    with _io_lock:
-        if _io_loop is None or _io_loop.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="extender-io", daemon=True).start()
-            _io_loop = loop
-        return _io_loop
-
-
-async def on_io_loop(coro: Any) -> Any:
-    """Run ``coro`` on :func:`io_loop` and await its result here (cancelling it with us)."""
-    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, io_loop()))
-
-
 class ExtenderClient:
     """POSTs kube's extender JSON to ``urlPrefix/verb`` over one pooled session."""
 
@@ -117,9 +96,6 @@ class ExtenderClient:
         ``deadline`` is a ``time.monotonic()`` instant the answer must come by
         (the pod's scheduling deadline); the extender's ``httpTimeout`` caps it.
         """
-        return await on_io_loop(self._send(verb, body, deadline))
-
-    async def _send(self, verb: str, body: Any, deadline: float | None) -> Any:
         url = f"{self.base}/{verb}"
         timeout = self.config.timeout
         if deadline is not None:
@@ -155,10 +131,6 @@ class ExtenderClient:
             ) from err
 
     async def close(self) -> None:
-        if self._session is not None:
-            await on_io_loop(self._close())
-
-    async def _close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
