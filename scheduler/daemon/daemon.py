@@ -473,17 +473,19 @@ class Daemon:
                 entry.reject("", f"node {name} was deleted")
         self.queue.move_on_event(NODE_DELETE, node, None)
 
-    def _parse(self, raw: dict[str, Any]) -> PodInfo | None:
+    def _parse(self, raw: dict[str, Any], updated: bool = False) -> PodInfo | None:
         """Parse a pod from the informer; an invalid one of ours gets a FailedScheduling.
 
         Anything the parser trips over counts as invalid, not just the errors it
         anticipates: a pod the API server let through with, say, a list where a
-        map belongs must cost one pod, never the informer's handler.
+        map belongs must cost one pod, never the informer's handler. An update
+        reuses what the pod's earlier parse (in the cache or the queue) derived
+        from a spec it left alone.
         """
         try:
             check_pod_metadata(raw)
             check_pod_spec(raw)
-            pod = PodInfo.from_dict(raw)
+            pod = PodInfo.from_dict(raw, self._known(raw) if updated else None)
             check_parsed_requests(pod.key, pod.requests)
             return pod
         except Exception as err:
@@ -492,6 +494,18 @@ class Daemon:
             )
             self._reject_invalid(raw, f"invalid pod: {message}")
             return None
+
+    def _known(self, raw: dict[str, Any]) -> PodInfo | None:
+        """The pod as parsed before: accounted on a node (bound or assumed), or queued."""
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        known = self.cache.table.pod(key)
+        if known is None:
+            queued = self.queue.get(key)
+            known = queued.pod if queued is not None else None
+        if known is None or known.uid != str(meta.get("uid") or ""):
+            return None  # a new pod under the same name is parsed afresh
+        return known
 
     def _reject_invalid(self, raw: dict[str, Any], message: str) -> None:
         meta = raw.get("metadata")
@@ -534,7 +548,7 @@ class Daemon:
             self.queue.move_on_event(UNSCHEDULED_POD_ADD, None, raw)
 
     def _pod_updated(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        pod = self._parse(new)
+        pod = self._parse(new, updated=True)
         if pod is None:
             return  # _reject_invalid took it out of the queue
         if pod.node_name:

@@ -401,6 +401,16 @@ class NodeTable:
         self.pod_table.remove(key)
         return pod
 
+    def pod(self, key: str) -> PodInfo | None:
+        """The pod accounted under ``key`` (bound or assumed), or None."""
+        node_name = self._pod_node.get(key)
+        if node_name is None:
+            return None
+        row = self.index.get(node_name)
+        if row is None:
+            return self._orphans.get(node_name, {}).get(key)
+        return self.pods[row].get(key)
+
     def node_of_pod(self, key: str) -> str | None:
         return self._pod_node.get(key)
 

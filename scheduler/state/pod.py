@@ -121,29 +121,56 @@ def _container_fields(containers: Any, init: bool) -> list[Any] | None:
     return fields
 
 
-def _derived_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
-    """The cache key of :func:`_derive`'s result, or None when not to cache."""
+def _status_checked(raw: dict[str, Any]) -> bool:
+    """Whether the status has the shape the parser checks (an odd one is never cached)."""
     status = raw.get("status")
     if status is not None:
         # Not read for the result, but the parser checks their shape.
         if type(status) is not dict:
-            return None
+            return False
         conditions = status.get("conditions")
         if conditions is not None and type(conditions) is not list:
-            return None
+            return False
+    return True
+
+
+def _derive_inputs(spec: dict[str, Any]) -> tuple[Any, ...]:
+    """What :func:`_derive` reads of a spec; raises ``TypeError`` on odd shapes."""
+    return (
+        _container_fields(spec.get("containers"), False),
+        _container_fields(spec.get("initContainers"), True),
+        spec.get("resources"),
+        spec.get("overhead"),
+        spec.get("hostNetwork"),
+        spec.get("tolerations"),
+    )
+
+
+def _derived_key(raw: dict[str, Any], spec: dict[str, Any]) -> bytes | None:
+    """The cache key of :func:`_derive`'s result, or None when not to cache."""
+    if not _status_checked(raw):
+        return None
     try:
-        return orjson.dumps(
-            (
-                _container_fields(spec.get("containers"), False),
-                _container_fields(spec.get("initContainers"), True),
-                spec.get("resources"),
-                spec.get("overhead"),
-                spec.get("hostNetwork"),
-                spec.get("tolerations"),
-            )
-        )
+        return orjson.dumps(_derive_inputs(spec))
     except TypeError:
         return None
+
+
+def _as_before(raw: dict[str, Any], spec: dict[str, Any], previous: PodInfo) -> bool:
+    """Whether ``previous`` (the same pod, parsed before) was derived from the same inputs.
+
+    An update of a pod (its binding, a status or label change) rarely touches
+    them. The shared cache does not cover that: pods unlike each other (each
+    its own requests) fill it, and with thousands created ahead of their
+    binding, a pod's entry is gone when its binding comes back.
+    """
+    old_spec = previous.raw.get("spec")
+    if type(old_spec) is not dict or not _status_checked(raw):
+        return False
+    try:
+        return bool(_derive_inputs(spec) == _derive_inputs(old_spec))
+    except TypeError:
+        return False
 
 
 def _derive(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
@@ -162,7 +189,17 @@ def _derive(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
     )
 
 
-def _parse_spec(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
+def _parse_spec(
+    raw: dict[str, Any], spec: dict[str, Any], previous: PodInfo | None = None
+) -> _Derived:
+    if previous is not None and _as_before(raw, spec, previous):
+        return (
+            previous.requests,
+            previous.non_zero_requests,
+            previous.tolerations,
+            previous.host_ports,
+            previous.images,
+        )
     key = _derived_key(raw, spec)
     cached = _DERIVED_CACHE.get(key) if key is not None else None
     if cached is None:
@@ -415,8 +452,12 @@ class PodInfo:
         return cache
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> PodInfo:
-        """Parse a pod; raise :class:`InvalidPodError` naming the pod on bad specs."""
+    def from_dict(cls, raw: dict[str, Any], previous: PodInfo | None = None) -> PodInfo:
+        """Parse a pod; raise :class:`InvalidPodError` naming the pod on bad specs.
+
+        ``previous``: this pod as parsed before (an update); what its spec
+        gave that the update left alone is taken from it, not parsed again.
+        """
         meta = raw.get("metadata") or {}
         namespace = str(meta.get("namespace") or "default")
         name = str(meta.get("name") or meta.get("generateName") or "")
@@ -426,7 +467,7 @@ class PodInfo:
             raise InvalidPodError(f"pod {key}: spec is missing or not an object")
         status = raw.get("status") or {}
         try:
-            requests, non_zero, tolerations, host_ports, images = _parse_spec(raw, spec)
+            requests, non_zero, tolerations, host_ports, images = _parse_spec(raw, spec, previous)
         except (QuantityError, ValueError, TypeError, AttributeError) as err:
             raise InvalidPodError(f"pod {key}: {err}") from err
         priority = spec.get("priority")

@@ -229,6 +229,41 @@ def test_pods_differing_in_a_parsed_field_do_not_share_its_parse(path: str, valu
     assert [getattr(a, f) for f in parsed] != [getattr(b, f) for f in parsed]
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("containers 0 resources requests cpu", "200m"),
+        ("containers 0 ports 0 hostPort", 9090),
+        ("containers 0 image", "registry.k8s.io/pause:3.9"),
+        ("overhead", {"cpu": "10m"}),
+        ("tolerations", []),
+    ],
+)
+def test_an_update_reuses_the_earlier_parse_only_when_its_inputs_are_unchanged(
+    path: str, value: Any
+) -> None:
+    """Pods unlike each other overflow the shared cache before their binding comes back;
+    the update takes what it may from the pod's own earlier parse instead."""
+    before = PodInfo.from_dict(decoded(token_pod("a", "aaaaa")))
+    bound = decoded(before.raw)
+    bound["spec"]["nodeName"] = "node-1"
+    bound["metadata"]["labels"] = {"new": "label"}
+    pod_module._DERIVED_CACHE.clear()
+    after = PodInfo.from_dict(bound, before)
+    parsed = ("requests", "non_zero_requests", "tolerations", "host_ports", "images")
+    assert all(getattr(after, f) is getattr(before, f) for f in parsed)
+    assert not pod_module._DERIVED_CACHE  # not parsed at all
+    assert after.node_name == "node-1" and after.labels == {"new": "label"}
+    changed = decoded(bound)
+    _set(changed["spec"], path, value)
+    pod_module._DERIVED_CACHE.clear()
+    fresh = PodInfo.from_dict(decoded(changed))
+    pod_module._DERIVED_CACHE.clear()
+    reparsed = PodInfo.from_dict(changed, before)
+    assert [getattr(reparsed, f) for f in parsed] == [getattr(fresh, f) for f in parsed]
+    assert [getattr(reparsed, f) for f in parsed] != [getattr(before, f) for f in parsed]
+
+
 def test_parse_errors_are_not_hidden_by_the_cache() -> None:
     PodInfo.from_dict(decoded(template_pod("good")))
     for broken in (
