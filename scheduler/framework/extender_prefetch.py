@@ -21,6 +21,16 @@ also sees pods before earlier ones are bound). An extender whose filter
 verdict for a pod depends on the filter calls of the pods before it would
 need the calls serialized; ``bindVerb`` extenders (which keep such state to
 bind) get no calls ahead.
+
+Calls go ahead only when the loop would otherwise wait: each costs a
+PreFilter and Filter run that the pod's turn repeats, and the loop has its
+own work (binding cycles, informers) to do during a pod's round trip. So
+the pod's call first gets :data:`SETTLE_STEPS` loop iterations to come
+back; a fast extender's answer is there by then (on a busy loop those
+iterations run the bindings that were waiting), and nothing goes ahead.
+Measured with a no-op extender on the same machine, early calls on every
+pod cost more CPU than the round trips they hid (BENCHMARKS.md, "SchedulingBasic
+with one no-op HTTP extender"); with a slow one they are what keeps the loop busy.
 """
 
 from __future__ import annotations
@@ -49,6 +59,8 @@ log = get_logger("scheduler.framework.extender_prefetch")
 DEPTH = 4
 #: Early calls kept at most (pods deleted or re-ordered before their cycle).
 MAX_KEPT = 4 * DEPTH
+#: Loop iterations a pod's own filter call gets to come back before calls go ahead.
+SETTLE_STEPS = 4
 
 Lookahead = Callable[[int], Sequence[PodInfo]]
 """The next ``n`` pods the loop will take, in order (without taking them)."""
@@ -88,6 +100,14 @@ class ExtenderPrefetch:
         return bool(
             filters(pod) and not pod.nominated_node_name and not (callable(binds) and binds(pod))
         )
+
+    async def settle(self, answer: asyncio.Future[Any]) -> bool:
+        """Let the loop run what is ready while ``answer`` comes; whether it is still due."""
+        for _ in range(SETTLE_STEPS):
+            if answer.done():
+                return False
+            await asyncio.sleep(0)
+        return not answer.done()
 
     def launch(
         self, algorithm: Algorithm, pod: PodInfo, table: NodeTable, percentage: int | None

@@ -381,8 +381,7 @@ async def schedule_with_extenders(
     filtering = asyncio.ensure_future(
         runner.filter(state, pod, feasible, result.diagnosis, deadline)
     )
-    if runner.prefetch.lookahead is not None:
-        await asyncio.sleep(0)  # this pod's call first
+    if runner.prefetch.lookahead is not None and await runner.prefetch.settle(filtering):
         runner.prefetch.launch(algorithm, pod, table, percentage)
     names, status = await filtering
     if not status.is_success():

@@ -310,8 +310,10 @@ async def test_filter_calls_ahead_never_place_a_pod_where_an_earlier_one_went(
 ) -> None:
     # Six one-pod nodes and six pods queued together: each pod's filter call
     # goes out while the pod before it is decided, with that pod's node still
-    # free; at its turn the node is full and must not be chosen.
+    # free; at its turn the node is full and must not be chosen. The extender
+    # is slow to filter, so the loop would wait: calls go ahead.
     toy.toy.require_label = None
+    toy.toy.mode, toy.toy.mode_verbs, toy.toy.delay = "slow", {"filter"}, 0.05
     for i in range(6):
         await cluster.create_node(f"n{i}", cpu="1")
     names = [f"p{i}" for i in range(6)]

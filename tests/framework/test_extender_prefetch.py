@@ -103,3 +103,21 @@ async def test_no_early_answer_for_nodes_not_sent_or_a_changed_pod(toy: RunningE
     finally:
         prefetch.close()
         await plugin.close()
+
+
+async def test_calls_go_ahead_only_while_the_pods_own_answer_is_still_due(
+    toy: RunningExtender,
+) -> None:
+    plugin = Extender({"extenders": [{"urlPrefix": toy.url, "filterVerb": "filter"}]})
+    prefetch = ExtenderPrefetch(plugin, 5.0)
+    loop = asyncio.get_running_loop()
+    try:
+        answered = loop.create_future()
+        loop.call_soon(answered.set_result, None)  # comes back within the steps
+        assert await prefetch.settle(answered) is False
+        never: asyncio.Future[None] = loop.create_future()
+        assert await prefetch.settle(never) is True
+        never.cancel()
+    finally:
+        prefetch.close()
+        await plugin.close()
