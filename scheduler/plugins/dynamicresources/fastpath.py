@@ -25,6 +25,7 @@ import numpy.typing as npt
 from scheduler.model.devicecel import CelCompileError, CelError, SelectorCache
 from scheduler.plugins.dynamicresources.claims import Obj
 from scheduler.plugins.dynamicresources.pools import Device, SliceIndex
+from scheduler.state.nodetable import NodeTable
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -89,9 +90,17 @@ class DeviceTable:
     #: Nodes that see a device the arrays cannot judge: they take the search.
     complex_nodes: set[str]
     _masks: dict[tuple[int, tuple[str, ...]], BoolArray | None] = field(default_factory=dict)
-    #: Each device key's position: allocated devices are marked by key lookups,
-    #: as many as devices are allocated, not one test per device of the cluster.
+    #: Each device key's position: allocated devices are marked by key lookups.
     key_index: dict[tuple[str, str, str], int] = field(init=False)
+    #: Per selectable mask (by identity; the mask is kept): the taken devices the
+    #: counts were made with, and the counts. The next pod's counts follow from
+    #: the devices taken or freed since, not from every allocated device again.
+    _free: dict[int, tuple[BoolArray, set[tuple[str, str, str]], IntArray]] = field(
+        default_factory=dict
+    )
+    #: A node table's rows as positions in ``node_names`` (-1: not here, or complex),
+    #: for the table and node set (``node_epoch``) they were made for.
+    _positions: tuple[NodeTable, int, IntArray] | None = None
 
     def __post_init__(self) -> None:
         self.key_index = {key: i for i, key in enumerate(self.keys)}
@@ -176,7 +185,26 @@ class DeviceTable:
         return mask
 
     def free_counts(self, selectable: BoolArray, taken: set[tuple[str, str, str]]) -> IntArray:
-        """Per node (``node_names`` order): free devices the request may use."""
+        """Per node (``node_names`` order): free devices the request may use.
+
+        Thousands of devices are allocated in a busy cluster, and between two
+        pods only a few change: the counts are kept per mask and moved by the
+        difference (a set operation), one device at a time.
+        """
+        kept = self._free.get(id(selectable))
+        if kept is None or kept[0] is not selectable:
+            counts = self._count(selectable, taken)
+        else:
+            _, before, counts = kept
+            index, node = self.key_index, self.device_node
+            for keys, step in ((taken - before, -1), (before - taken, 1)):
+                for i in map(index.get, keys):
+                    if i is not None and selectable[i]:
+                        counts[node[i]] += step
+        self._free[id(selectable)] = (selectable, set(taken), counts)
+        return counts.copy()
+
+    def _count(self, selectable: BoolArray, taken: set[tuple[str, str, str]]) -> IntArray:
         usable = selectable
         if taken:
             index = self.key_index
@@ -187,3 +215,25 @@ class DeviceTable:
         return np.bincount(self.device_node[usable], minlength=len(self.node_names)).astype(
             np.int64
         )
+
+    def positions(self, table: NodeTable) -> IntArray:
+        """Each row of ``table`` as its node's position here; -1 where the search decides
+        (no plain device table entry, or a node with a device the arrays cannot judge)."""
+        origin = table.origin
+        kept = self._positions
+        names = table.names
+        if (
+            kept is not None
+            and kept[0] is origin
+            and kept[1] == table.node_epoch
+            and len(kept[2]) == len(names)
+        ):
+            return kept[2]
+        index, complex_nodes = self.node_index, self.complex_nodes
+        out = np.full(len(names), -1, dtype=np.int64)
+        for row, name in enumerate(names):
+            position = index.get(name)
+            if position is not None and name not in complex_nodes:
+                out[row] = position
+        self._positions = (origin, table.node_epoch, out)
+        return out

@@ -126,7 +126,7 @@ from scheduler.plugins.dynamicresources.pools import (
 )
 from scheduler.plugins.dynamicresources.tracker import ClaimTracker
 from scheduler.plugins.nodeaffinity import selector_mask
-from scheduler.state.nodetable import NodeSet
+from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 
 NAME = "DynamicResources"
@@ -236,6 +236,7 @@ class DynamicResources(Plugin):
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._device_table: tuple[SliceIndex, DeviceTable | None] | None = None
+        self._local_mask: tuple[SliceIndex, NodeTable, int, BoolArray] | None = None
 
     # -- cluster objects, re-read only when they change --------------------------------
 
@@ -433,23 +434,24 @@ class DynamicResources(Plugin):
                 reachable = members
             else:
                 # No slice but node-local ones: nodes without one see no device.
-                local = summary.local_nodes
-                reachable = members & np.fromiter(
-                    (names[row] in local for row in rows), dtype=np.bool_, count=len(rows)
-                )
+                reachable = members & self._local_rows(allocator.slices, table)[nodes.rows]
             cannot |= members & ~reachable
-            for k in np.flatnonzero(reachable).tolist():
+            searched = np.flatnonzero(reachable)
+            if fast is not None:
+                # Judged by the counts (the devices themselves are searched at Reserve).
+                device_table, counts, wanted = fast
+                positions = device_table.positions(table)[nodes.rows[searched]]
+                judged = positions >= 0
+                fits = np.zeros(len(searched), dtype=np.bool_)
+                fits[judged] = counts[positions[judged]] >= wanted
+                cannot[searched[judged & ~fits]] = True
+                data.node_allocations.update(
+                    dict.fromkeys([names[rows[k]] for k in searched[fits].tolist()])
+                )
+                searched = searched[~judged]
+            for k in searched.tolist():
                 row = rows[k]
                 node_name = names[row]
-                if fast is not None:
-                    device_table, counts, wanted = fast
-                    position = device_table.node_index.get(node_name)
-                    if position is not None and node_name not in device_table.complex_nodes:
-                        if counts[position] >= wanted:
-                            data.node_allocations[node_name] = None  # searched at Reserve
-                        else:
-                            cannot[k] = True
-                        continue
                 node = {"metadata": {"name": node_name, "labels": table.node_info(row).labels}}
                 deadline = time.monotonic() + timeout if timeout > 0 else None
                 try:
@@ -495,6 +497,25 @@ class DynamicResources(Plugin):
                     data.unavailable.add(index)
             result.reject(unavailable, MSG_NOT_AVAILABLE, UNRESOLVABLE)
         return result
+
+    def _local_rows(self, slices: SliceIndex, table: NodeTable) -> BoolArray:
+        """Which rows of ``table`` are nodes with node-local slices (per slice set and node
+        set: Filter asks for every pod, and testing each sampled name cost milliseconds)."""
+        origin = table.origin
+        kept = self._local_mask
+        names = table.names
+        if (
+            kept is not None
+            and kept[0] is slices
+            and kept[1] is origin
+            and kept[2] == table.node_epoch
+            and len(kept[3]) == len(names)
+        ):
+            return kept[3]
+        local = slices.nodes_with_devices().local_nodes
+        mask = np.fromiter((name in local for name in names), dtype=np.bool_, count=len(names))
+        self._local_mask = (slices, origin, table.node_epoch, mask)
+        return mask
 
     def _fast_counts(
         self, allocator: Allocator, claims: list[Obj]
