@@ -4,7 +4,11 @@ async binding cycle per pod (kube-scheduler's ``scheduleOne``).
 The scheduling cycle is synchronous and vectorized; it never awaits, so the
 NodeTable cannot change under it. The binding cycle runs as a task per pod
 (bounded by ``binding_concurrency``) so slow API calls or Permit waits never
-hold up the next decision. Every failure path rolls back what the cycle did
+hold up the next decision. When every slot is busy binding, the loop waits
+for one before taking the next pod: a decision that could not be sent
+would only age (pods assumed seconds ahead of their binding, on a table
+that has moved on) while an API server slower than our decisions bound the
+pods before it. Every failure path rolls back what the cycle did
 (Unreserve, forget the assumed pod) and hands the pod back to the queue:
 nothing is lost and nothing is bound twice.
 """
@@ -109,6 +113,7 @@ class Scheduler:
         self.io = io
         self.waiting_pods = waiting_pods
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
+        self._binding_limit = binding_concurrency
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
         self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
@@ -129,6 +134,7 @@ class Scheduler:
     async def run(self) -> None:
         """Take pods from the queue until it is closed."""
         while not self._stopping:
+            await self._room_to_bind()
             info = await self.queue.pop()
             if info is None:
                 break
@@ -143,6 +149,16 @@ class Scheduler:
                 log.exception("scheduling cycle crashed", pod=info.pod.key)
                 self.queue.requeue_error(info)
             await self._between_decisions()
+
+    async def _room_to_bind(self) -> None:
+        """Wait until a binding cycle could start (see the module docstring).
+
+        Cycles waiting at Permit are not counted: they wait for pods still to
+        be decided (a gang's other members), which must not wait for them.
+        """
+        tasks = self._binding_tasks
+        while not self._stopping and len(tasks) - len(self.waiting_pods) >= self._binding_limit:
+            await asyncio.wait(list(tasks), return_when=asyncio.FIRST_COMPLETED)
 
     async def _between_decisions(self) -> None:
         """Let informers and binding cycles run before the next decision.

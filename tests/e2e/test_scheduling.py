@@ -6,6 +6,7 @@ kube-apiserver (``--backend=real``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
@@ -152,3 +153,36 @@ async def test_prebind_hanging_past_its_timeout_requeues_the_pod(
     assert plugin.entered["p"] >= 2
     await cluster.wait_event("p", "Scheduled")
     await cluster.assert_bound_exactly_once(["p"])
+
+
+async def test_the_next_pod_waits_for_a_free_binding_slot(
+    cluster: Cluster, start_daemon: StartDaemon
+) -> None:
+    """With every slot binding, a decision could not be sent: the pod stays queued (and
+    unassumed) until a binding ends, then is decided on the cluster as it is then."""
+    await cluster.create_node("n1", cpu="8")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
+    }
+    config = scheduler_config([profile], pluggableScheduler={"bindingConcurrency": 2})
+    running = await start_daemon(config)
+    prebind = running.plugin(cluster.scheduler_name, "ControlledPreBind")
+    gates = {name: asyncio.Event() for name in ("a", "b")}
+    prebind.hold.update(gates)
+    scheduler = running.daemon.scheduler
+    for name in ("a", "b"):
+        await cluster.create_pod(name)
+    await wait_until(lambda: set(prebind.entered) == {"a", "b"}, message="a and b binding")
+    names = [f"p{i}" for i in range(3)]
+    for name in names:
+        await cluster.create_pod(name)
+    await asyncio.sleep(0.5)
+    assert scheduler.attempts == 2, "no decision while both slots bind"
+    assert all(not running.daemon.cache.is_assumed(f"{cluster.namespace}/{n}") for n in names)
+    gates["a"].set()
+    await cluster.wait_bound(["a", *names])
+    assert scheduler.attempts == 5
+    gates["b"].set()
+    await cluster.wait_bound(["b"])
+    await cluster.assert_bound_exactly_once(["a", "b", *names])
