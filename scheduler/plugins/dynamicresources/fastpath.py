@@ -15,9 +15,9 @@ sees any other device, and clusters with non-local slices, take the search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +29,7 @@ from scheduler.state.nodetable import NodeTable
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,29 @@ def _plain(device: Device) -> bool:
     )
 
 
+class PerNodeSet(Generic[T]):
+    """A value made from a node table's rows, kept while its node set stays.
+
+    Filter asks for it for every pod; the node set changes only when a node
+    is added, removed or changed (``node_epoch``), not between most pods.
+    """
+
+    __slots__ = ("_key", "_value")
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._value: T | None = None
+
+    def get(self, table: NodeTable, make: Callable[[list[str]], T], *also: object) -> T:
+        """The value for ``table`` (and ``also``: other inputs, by identity), made if new."""
+        names = table.names
+        key = (table.origin, table.node_epoch, len(names), *also)
+        if self._value is None or self._key != key:
+            self._value = make(names)
+            self._key = key
+        return self._value
+
+
 @dataclass
 class DeviceTable:
     """Every plain device of a node-local-only slice set, in each node's search order."""
@@ -98,9 +122,8 @@ class DeviceTable:
     _free: dict[int, tuple[BoolArray, set[tuple[str, str, str]], IntArray]] = field(
         default_factory=dict
     )
-    #: A node table's rows as positions in ``node_names`` (-1: not here, or complex),
-    #: for the table and node set (``node_epoch``) they were made for.
-    _positions: tuple[NodeTable, int, IntArray] | None = None
+    #: A node table's rows as positions in ``node_names`` (-1: not here, or complex).
+    _positions: PerNodeSet[IntArray] = field(default_factory=lambda: PerNodeSet())
 
     def __post_init__(self) -> None:
         self.key_index = {key: i for i, key in enumerate(self.keys)}
@@ -219,21 +242,13 @@ class DeviceTable:
     def positions(self, table: NodeTable) -> IntArray:
         """Each row of ``table`` as its node's position here; -1 where the search decides
         (no plain device table entry, or a node with a device the arrays cannot judge)."""
-        origin = table.origin
-        kept = self._positions
-        names = table.names
-        if (
-            kept is not None
-            and kept[0] is origin
-            and kept[1] == table.node_epoch
-            and len(kept[2]) == len(names)
-        ):
-            return kept[2]
+        return self._positions.get(table, self._make_positions)
+
+    def _make_positions(self, names: list[str]) -> IntArray:
         index, complex_nodes = self.node_index, self.complex_nodes
         out = np.full(len(names), -1, dtype=np.int64)
         for row, name in enumerate(names):
             position = index.get(name)
             if position is not None and name not in complex_nodes:
                 out[row] = position
-        self._positions = (origin, table.node_epoch, out)
         return out

@@ -118,7 +118,7 @@ from scheduler.plugins.dynamicresources.extended import (
     requests_and_mappings,
     template_claim,
 )
-from scheduler.plugins.dynamicresources.fastpath import DeviceTable, simple_request
+from scheduler.plugins.dynamicresources.fastpath import DeviceTable, PerNodeSet, simple_request
 from scheduler.plugins.dynamicresources.pools import (
     AllocationError,
     NodeAllocationError,
@@ -236,7 +236,7 @@ class DynamicResources(Plugin):
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._device_table: tuple[SliceIndex, DeviceTable | None] | None = None
-        self._local_mask: tuple[SliceIndex, NodeTable, int, BoolArray] | None = None
+        self._local_mask: PerNodeSet[BoolArray] = PerNodeSet()
 
     # -- cluster objects, re-read only when they change --------------------------------
 
@@ -499,23 +499,14 @@ class DynamicResources(Plugin):
         return result
 
     def _local_rows(self, slices: SliceIndex, table: NodeTable) -> BoolArray:
-        """Which rows of ``table`` are nodes with node-local slices (per slice set and node
-        set: Filter asks for every pod, and testing each sampled name cost milliseconds)."""
-        origin = table.origin
-        kept = self._local_mask
-        names = table.names
-        if (
-            kept is not None
-            and kept[0] is slices
-            and kept[1] is origin
-            and kept[2] == table.node_epoch
-            and len(kept[3]) == len(names)
-        ):
-            return kept[3]
+        """Which rows of ``table`` are nodes with node-local slices (kept per slice set and
+        node set: Filter asks for every pod, and testing each sampled name cost milliseconds)."""
         local = slices.nodes_with_devices().local_nodes
-        mask = np.fromiter((name in local for name in names), dtype=np.bool_, count=len(names))
-        self._local_mask = (slices, origin, table.node_epoch, mask)
-        return mask
+
+        def make(names: list[str]) -> BoolArray:
+            return np.fromiter((name in local for name in names), dtype=np.bool_, count=len(names))
+
+        return self._local_mask.get(table, make, slices)
 
     def _fast_counts(
         self, allocator: Allocator, claims: list[Obj]
