@@ -25,7 +25,7 @@ import orjson
 
 from scheduler.model.ports import HostPort, pod_host_ports
 from scheduler.model.quantity import QuantityError
-from scheduler.model.resources import pod_non_zero_requests, pod_requests
+from scheduler.model.resources import pod_request_totals
 from scheduler.model.taints import Toleration
 
 _K = TypeVar("_K")
@@ -174,8 +174,7 @@ def _as_before(raw: dict[str, Any], spec: dict[str, Any], previous: PodInfo) -> 
 
 
 def _derive(raw: dict[str, Any], spec: dict[str, Any]) -> _Derived:
-    requests = pod_requests(raw)
-    non_zero = pod_non_zero_requests(raw)
+    requests, non_zero = pod_request_totals(raw)
     tolerations = [Toleration.from_dict(t) for t in spec.get("tolerations") or ()]
     host_ports = pod_host_ports(raw)
     containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]

@@ -6,6 +6,7 @@ behaviour was also cross-checked against component-helpers v0.36.3 on random pod
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from scheduler.model.resources import (
     is_scalar_resource_name,
     node_allocatable,
     pod_non_zero_requests,
+    pod_request_totals,
     pod_requests,
 )
 
@@ -308,6 +310,40 @@ def test_non_zero_with_pod_level_requests() -> None:
 
 def test_non_zero_empty_pod() -> None:
     assert pod_non_zero_requests(pod([])) == (0, 0)
+
+
+def test_totals_in_one_pass_equal_the_two_functions_on_random_pods() -> None:
+    """The informer's one-pass totals skip the defaulted pass only where it changes nothing."""
+    rng = random.Random(7)
+
+    def resources() -> dict[str, Any] | None:
+        names = [n for n in ("cpu", "memory", "example.com/gpu") if rng.random() < 0.6]
+        if not names:
+            return None
+        return {n: rng.choice(["0", "1", "250m", "1.5", "3Gi", "100Mi"]) for n in names}
+
+    def container(i: int, init: bool) -> dict[str, Any]:
+        return ctr(f"c{i}", resources(), resources(), sidecar=init and rng.random() < 0.3)
+
+    pods_with_defaults = 0
+    for _ in range(400):
+        spec: dict[str, Any] = {}
+        if rng.random() < 0.2:
+            spec["resources"] = {"requests": resources() or {}}
+        if rng.random() < 0.2:
+            spec["overhead"] = {"memory": "10Mi"}
+        p = pod(
+            [container(i, False) for i in range(rng.randint(0, 3))],
+            init=[container(i + 10, True) for i in range(rng.randint(0, 2))],
+            **spec,
+        )
+        totals = pod_request_totals(p)
+        assert totals == (pod_requests(p), pod_non_zero_requests(p)), p
+        pods_with_defaults += totals[1] != (
+            pod_requests(p).get("cpu", 0),
+            pod_requests(p).get("memory", 0),
+        )
+    assert pods_with_defaults > 100  # the defaulted pass ran on many of them
 
 
 # --- errors ------------------------------------------------------------------------

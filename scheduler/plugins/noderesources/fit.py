@@ -367,13 +367,13 @@ def _count_dra_devices(
         amount = int(pod_requests[j])
         if amount == 0:
             continue
-        for k in np.flatnonzero(allocatable[:, j] == 0).tolist():
+        for k in np.flatnonzero(allocatable[j] == 0).tolist():
             row = int(rows[k])
             node = {"metadata": {"name": table.names[row], "labels": table.node_info(row).labels}}
             capacity, used = totals.totals(node, klass)
             if capacity > 0:
-                allocatable[k, j] = capacity
-                requested[k, j] = used + amount
+                allocatable[j, k] = capacity
+                requested[j, k] = used + amount
 
 
 def _device_class_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
