@@ -536,10 +536,12 @@ class PodTopologySpread(Plugin):
         specs = [c for c in self.default_constraints if c.get("whenUnsatisfiable") == action]
         if not specs:
             return []
-        constraints = build_constraints(specs, pod.labels, action)
+        # A pod no service or controller selects (most pods made one by one)
+        # has no default constraints: known before building them.
         selector = self.default_selector(pod)
         if counts_nothing(selector):
             return []
+        constraints = build_constraints(specs, pod.labels, action)
         return [
             Constraint(
                 c.max_skew,

@@ -377,6 +377,8 @@ class NodeTable:
         if not node_name:
             raise ValueError(f"pod {pod.key} has no node to account it on")
         if pod.key in self._pod_node:
+            if self._pod_node[pod.key] == node_name and self._replace_pod(pod, node_name):
+                return
             self.remove_pod(pod.key)
         self._pod_node[pod.key] = node_name
         row = self.index.get(node_name)
@@ -385,6 +387,25 @@ class NodeTable:
             self.pod_table.add(pod, -1)
             return
         self._account(row, pod, +1)
+
+    def _replace_pod(self, pod: PodInfo, node_name: str) -> bool:
+        """Swap in a newer copy of a pod already on ``node_name`` whose footprint is unchanged.
+
+        The informer's copy of an assumed pod (its binding coming back) counts
+        exactly as the assumed one did; removing and adding it again would
+        redo the accounting and the label index for nothing.
+        """
+        row = self.index.get(node_name)
+        if row is None:
+            return False
+        old = self.pods[row].get(pod.key)
+        if old is None or not _same_footprint(old, pod):
+            return False
+        self._own_row(row)
+        self.pods[row][pod.key] = pod
+        self.pod_table.replace(pod)
+        self._touch(row)
+        return True
 
     def remove_pod(self, key: str) -> PodInfo | None:
         node_name = self._pod_node.pop(key, None)
@@ -416,6 +437,19 @@ class NodeTable:
 
     def has_pod(self, key: str) -> bool:
         return key in self._pod_node
+
+
+def _same_footprint(old: PodInfo, new: PodInfo) -> bool:
+    """Whether ``new`` is accounted and indexed exactly as ``old`` (same pod, later copy)."""
+    return (
+        old.requests == new.requests
+        and old.non_zero_requests == new.non_zero_requests
+        and old.host_ports == new.host_ports
+        and old.namespace == new.namespace
+        and old.labels == new.labels
+        and old.affinity == new.affinity
+        and old.pvc_names == new.pvc_names
+    )
 
 
 class NodeSet:

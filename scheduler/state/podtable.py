@@ -97,6 +97,13 @@ class PodTable:
         self._live_rows = None
         return row
 
+    def replace(self, pod: PodInfo) -> None:
+        """A newer copy of an indexed pod whose row, namespace, labels, affinity and claims
+        are unchanged (:meth:`NodeTable.add_pod` checks)."""
+        row = self.index.get(pod.key)
+        if row is not None:
+            self.infos[row] = pod
+
     def remove(self, key: str) -> PodInfo | None:
         row = self.index.pop(key, None)
         if row is None:

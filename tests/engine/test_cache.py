@@ -38,6 +38,31 @@ def test_confirm_replaces_the_assumption_without_double_counting(cache: Schedule
     assert cpu_requested(cache, "n1") == 1000
 
 
+def test_confirm_swaps_in_the_informers_copy_and_counts_it_once(cache: SchedulerCache) -> None:
+    assumed = pod("a", cpu="1", labels={"app": "x"})
+    cache.assume(assumed, "n1")
+    generation = cache.table.version
+    bound = pod("a", cpu="1", labels={"app": "x"}, node="n1")
+    cache.add_pod(bound)
+    table = cache.table
+    assert table.pod("default/a") is bound
+    assert table.pod_table.infos[table.pod_table.index["default/a"]] is bound
+    assert cpu_requested(cache, "n1") == 1000
+    assert table.version > generation  # readers of the row see a change
+    # A copy whose labels changed is indexed again, not swapped in.
+    relabelled = pod("a", cpu="1", labels={"app": "y"}, node="n1")
+    cache.add_pod(relabelled)
+    row = table.pod_table.index["default/a"]
+    assert table.pod_table.infos[row] is relabelled
+    labels = table.pod_table.labels
+    rows = table.pod_table.rows()
+    assert rows[labels.match("app", "In", ["y"], rows)].tolist() == [row]
+    assert not labels.match("app", "In", ["x"], rows).any()
+    # So is one asking for more.
+    cache.add_pod(pod("a", cpu="2", labels={"app": "y"}, node="n1"))
+    assert cpu_requested(cache, "n1") == 2000
+
+
 def test_confirm_on_another_node_moves_the_pod(cache: SchedulerCache) -> None:
     cache.assume(pod("a", cpu="1"), "n1")
     cache.add_pod(pod("a", cpu="1", node="n2"))  # someone else bound it
