@@ -48,20 +48,6 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-def reported_images(raw: dict[str, Any]) -> dict[str, int]:
-    """Each name in a node's ``status.images`` with the size of its *first* entry.
-
-    kube walks the list in order and a name already seen keeps its state, so a
-    name listed twice (two entries, two sizes) counts with the first one's size.
-    """
-    out: dict[str, int] = {}
-    for image in (raw.get("status") or {}).get("images") or ():
-        size = int(image.get("sizeBytes") or 0)
-        for name in image.get("names") or ():
-            out.setdefault(str(name), size)
-    return out
-
-
 def pod_image_names(pod: PodInfo) -> Iterator[str]:
     """The names kube looks up for a pod: its containers' images, then its image volumes'.
 
@@ -96,6 +82,8 @@ class ImageStates:
 
     def __init__(self) -> None:
         self._table: NodeTable | None = None
+        # (node_updates, capacity) of the live table at its last full refresh.
+        self._seen: tuple[int, int] | None = None
         self._capacity = 0
         self._generation: IntArray = np.zeros(0, dtype=np.int64)
         self._row_names: dict[int, dict[str, int]] = {}
@@ -106,6 +94,7 @@ class ImageStates:
 
     def _reset(self, table: NodeTable) -> None:
         self._table = table
+        self._seen = None
         self._capacity = table.capacity
         self._generation = np.full(table.capacity, -1, dtype=np.int64)
         self._row_names = {}
@@ -129,8 +118,14 @@ class ImageStates:
         """Bring the states up to date with ``table`` (cheap when little changed)."""
         if self._table is not table.origin:  # what-if copies refresh their rows only
             self._reset(table.origin)
+        if table is self._table and (table.node_updates, table.capacity) == self._seen:
+            # No node object came, went or changed since the last refresh: only
+            # pods moved, which image states ignore.
+            return
         if table.capacity != self._capacity:
             self._grow(table.capacity)
+        if table is self._table:
+            self._seen = (table.node_updates, table.capacity)
         changed = np.flatnonzero(table.generation != self._generation).tolist()
         if not changed:
             return
@@ -141,7 +136,8 @@ class ImageStates:
                 # Only its pods changed: kube's image states do not move.
                 self._generation[row] = table.generation[row]
                 continue
-            names = reported_images(node.raw) if node is not None else {}
+            # Each name with its first entry's size (ParsedNode.images).
+            names = node.images if node is not None else {}
             current[row] = names
             if node is not None:
                 self._row_node[row] = node

@@ -81,7 +81,8 @@ class ParsedNode:
         for image in status.get("images") or ():
             size = int(image.get("sizeBytes") or 0)
             for image_name in image.get("names") or ():
-                images[str(image_name)] = size
+                # A name listed twice keeps its first entry's size, as in kube.
+                images.setdefault(str(image_name), size)
         return cls(
             name=name,
             labels=dict(meta.get("labels") or {}),
@@ -135,6 +136,8 @@ class NodeTable:
         # pod accounting bumps only its row's ``generation``. Together they tell
         # a cache of per-node results exactly which rows it must recompute.
         self.node_epoch = 0
+        # Bumped on every node add, update (heartbeats too) or removal.
+        self.node_updates = 0
         # Bumped whenever an array is replaced (grown, a column added): read-only
         # views of the arrays (``scheduler.state.views``) stay valid until it moves.
         self.layout = 0
@@ -244,6 +247,7 @@ class NodeTable:
     def upsert_node(self, raw: dict[str, Any]) -> int:
         """Add or update a node from its API object; returns its row."""
         node = ParsedNode.from_dict(raw)
+        self.node_updates += 1
         row = self.index.get(node.name)
         old = self.nodes[row] if row is not None else None
         if old is None or not old.same_scheduling_view(node):
@@ -303,6 +307,7 @@ class NodeTable:
         row = self.index.pop(name, None)
         if row is None:
             return []
+        self.node_updates += 1
         pods = self.pods[row]
         for pod in pods.values():
             self.pod_table.set_node_row(pod.key, -1)
