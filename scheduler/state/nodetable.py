@@ -396,15 +396,14 @@ class NodeTable:
     def _replace_pod(self, pod: PodInfo, node_name: str) -> bool:
         """Swap in a newer copy of a pod already on ``node_name`` whose footprint is unchanged.
 
-        The informer's copy of an assumed pod (its binding coming back) counts
-        exactly as the assumed one did; removing and adding it again would
-        redo the accounting and the label index for nothing.
+        Removing and adding it again would redo the accounting and the label
+        index for nothing.
         """
         row = self.index.get(node_name)
         if row is None:
             return False
         old = self.pods[row].get(pod.key)
-        if old is None or not _same_footprint(old, pod):
+        if old is None or not old.same_footprint(pod):
             return False
         self._own_row(row)
         self.pods[row][pod.key] = pod
@@ -442,19 +441,6 @@ class NodeTable:
 
     def has_pod(self, key: str) -> bool:
         return key in self._pod_node
-
-
-def _same_footprint(old: PodInfo, new: PodInfo) -> bool:
-    """Whether ``new`` is accounted and indexed exactly as ``old`` (same pod, later copy)."""
-    return (
-        old.requests == new.requests
-        and old.non_zero_requests == new.non_zero_requests
-        and old.host_ports == new.host_ports
-        and old.namespace == new.namespace
-        and old.labels == new.labels
-        and old.affinity == new.affinity
-        and old.pvc_names == new.pvc_names
-    )
 
 
 class NodeSet:

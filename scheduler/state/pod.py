@@ -450,6 +450,22 @@ class PodInfo:
             cache = self._cache = {}
         return cache
 
+    def same_footprint(self, other: PodInfo) -> bool:
+        """Equal in all a node table accounts and indexes a pod by (a later copy of it).
+
+        The informer's copy of an assumed pod (its binding coming back) is
+        swapped in without accounting it again when this holds.
+        """
+        return (
+            self.requests == other.requests
+            and self.non_zero_requests == other.non_zero_requests
+            and self.host_ports == other.host_ports
+            and self.namespace == other.namespace
+            and self.labels == other.labels
+            and self.affinity == other.affinity
+            and self.pvc_names == other.pvc_names
+        )
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any], previous: PodInfo | None = None) -> PodInfo:
         """Parse a pod; raise :class:`InvalidPodError` naming the pod on bad specs.
