@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import pickle
-import time
 from typing import Any
 
 import numpy as np
@@ -151,9 +150,7 @@ def test_pod_info_of_token_pods_hits_the_parse_cache() -> None:
     first = PodInfo.from_dict(decoded(token_pod("p", "first")))
     assert len(pod_module._DERIVED_CACHE) == 1
     raws = [decoded(token_pod(f"p{i}", f"{i:05d}")) for i in range(500)]
-    started = time.perf_counter()
     infos = [PodInfo.from_dict(raw) for raw in raws]
-    per_pod = (time.perf_counter() - started) / len(raws)
     assert len(pod_module._DERIVED_CACHE) == 1
     for info in infos:
         assert info.requests is first.requests
@@ -161,8 +158,8 @@ def test_pod_info_of_token_pods_hits_the_parse_cache() -> None:
         assert info.tolerations is first.tolerations
         assert info.host_ports is first.host_ports
         assert info.images is first.images
-    # A miss parses quantities (~100 us and up); a hit is a fraction of that.
-    assert per_pod < 100e-6, f"{per_pod * 1e6:.0f} us per pod"
+    # Shared objects, not equal copies: each pod's derivation came from the cache
+    # (how much faster that is, bench perf measures, not a test).
 
 
 def _set(obj: Any, path: str, value: Any) -> None:
