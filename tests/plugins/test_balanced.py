@@ -14,10 +14,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from scheduler.plugins.noderesources import NodeResourcesBalancedAllocation
+from scheduler.plugins.noderesources.allocation import (
+    AllocationMatrices,
+    balanced_allocation,
+    resource_balance,
+)
 from scheduler.plugins.noderesources.balanced import NodeResourcesBalancedAllocationArgs
 from tests.plugins.builders import FakeHandle, make_node, make_pod, make_table, new_state, pod_info
 
@@ -148,3 +154,18 @@ def test_invalid_args(args: dict[str, Any]) -> None:
 def test_default_args() -> None:
     args = NodeResourcesBalancedAllocationArgs()
     assert [(r.name, r.weight) for r in args.resources] == [("cpu", 1), ("memory", 1)]
+
+
+def test_both_balances_in_one_pass_equal_two_calls_of_resource_balance() -> None:
+    """The two-resource fast path of balanced_allocation scores as resource_balance does."""
+    rng = np.random.default_rng(3)
+    allocatable = rng.integers(1, 64_000, size=(2, 500), dtype=np.int64)
+    pod = rng.integers(0, 4_000, size=2, dtype=np.int64)
+    requested = rng.integers(0, 70_000, size=(2, 500), dtype=np.int64) + pod[:, np.newaxis]
+    scored = np.ones((2, 500), dtype=np.bool_)
+    with_pod = resource_balance(requested, allocatable, scored)
+    before = resource_balance(requested - pod[:, np.newaxis], allocatable, scored)
+    expected = 50 + (50 + with_pod - before) // 2
+    got = balanced_allocation(AllocationMatrices(allocatable, requested), pod)
+    assert got.tolist() == expected.tolist()
+    assert len(set(got.tolist())) > 10  # varied inputs, not one score everywhere
