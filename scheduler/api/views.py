@@ -202,7 +202,11 @@ class Node(Protocol):
 
     @property
     def images(self) -> Mapping[str, int]:
-        """Image name -> size in bytes, from ``status.images``."""
+        """Image name -> size in bytes, from ``status.images``.
+
+        A name listed in two entries has the first entry's size, as in
+        kube-scheduler's image states.
+        """
 
     @property
     def raw(self) -> Mapping[str, Any]:
