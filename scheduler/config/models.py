@@ -394,9 +394,9 @@ class SchedulerExtensions(_ConfigModel):
         gt=0,
         le=INT32_MAX,
         description="Most binding cycles (Permit wait, PreBind, Bind, PostBind) in flight "
-        "at once. While that many are binding (Permit waits not counted), or while 16 "
-        "Bind calls are unanswered, the next pod is taken from the queue only once one "
-        "ends, so decisions do not run ahead of what the API server can bind.",
+        "at once. While that many are binding (Permit waits not counted), the next pod "
+        "is taken from the queue only once one ends, so decisions do not run ahead of "
+        "what the API server can bind.",
     )
     timeouts: HookTimeouts = Field(
         default_factory=HookTimeouts,

@@ -8,9 +8,7 @@ hold up the next decision. When every slot is busy binding, the loop waits
 for one before taking the next pod: a decision that could not be sent
 would only age (pods assumed seconds ahead of their binding, on a table
 that has moved on) while an API server slower than our decisions bound the
-pods before it. The loop also waits while ``BINDS_AHEAD`` Bind calls are
-unanswered: more only lengthen the API server's queue, and with it every
-pod's scheduling attempt. Every failure path rolls back what the cycle did
+pods before it. Every failure path rolls back what the cycle did
 (Unreserve, forget the assumed pod) and hands the pod back to the queue:
 nothing is lost and nothing is bound twice.
 """
@@ -43,14 +41,6 @@ from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.state.pod import PodInfo, QueuedPodInfo
 
 log = structlog.get_logger("scheduler.engine")
-
-#: Bind calls in flight before the loop waits to take the next pod. Cycles
-#: waiting at Permit or PreBind (a gang's members, a volume being provisioned)
-#: do not count: those may be up to ``binding_concurrency``. Measured on the
-#: emulator at 15,000 nodes (BENCHMARKS.md, "session 9"): 16 calls in flight
-#: instead of 64 bound the same pods per second and cut the attempt p50
-#: from 19 to 3.5 ms; on a real apiserver, 347 against 369 pods/s.
-BINDS_AHEAD = 16
 
 #: Loop iterations between an answered Binding and the end of its binding
 #: cycle (see Scheduler._between_decisions).
@@ -124,7 +114,6 @@ class Scheduler:
         self.waiting_pods = waiting_pods
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         self._binding_limit = binding_concurrency
-        self._binds_in_flight = 0
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
         self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
@@ -162,17 +151,13 @@ class Scheduler:
             await self._between_decisions()
 
     async def _room_to_bind(self) -> None:
-        """Wait until a binding cycle could start and its Bind call be sent soon.
+        """Wait until a binding cycle could start (see the module docstring).
 
         Cycles waiting at Permit are not counted: they wait for pods still to
         be decided (a gang's other members), which must not wait for them.
-        Nor do cycles in PreBind count against ``BINDS_AHEAD``.
         """
         tasks = self._binding_tasks
-        while not self._stopping and (
-            len(tasks) - len(self.waiting_pods) >= self._binding_limit
-            or self._binds_in_flight >= BINDS_AHEAD
-        ):
+        while not self._stopping and len(tasks) - len(self.waiting_pods) >= self._binding_limit:
             await asyncio.wait(list(tasks), return_when=asyncio.FIRST_COMPLETED)
 
     async def _between_decisions(self) -> None:
@@ -545,11 +530,7 @@ class Scheduler:
                     if not self.may_bind():
                         self._not_leading(profile, state, info, node)
                         return
-                    self._binds_in_flight += 1
-                    try:
-                        status = await framework.run_bind(state, pod, node)
-                    finally:
-                        self._binds_in_flight -= 1
+                    status = await framework.run_bind(state, pod, node)
                 if not status.is_success():
                     if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
                         self._dropped(profile, state, info, node, "pod was placed meanwhile")

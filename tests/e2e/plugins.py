@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from scheduler.api import CycleState, Plugin, hookimpl
 from scheduler.api.results import FilterResult
-from scheduler.api.status import Code, Status
 from scheduler.framework.loader import PluginCatalog
 from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
@@ -82,26 +81,6 @@ class ControlledPreBind(Plugin):
             await gate.wait()
         if self.before_return is not None:
             await self.before_return(pod)
-
-
-class HeldBind(Plugin):
-    """A Bind plugin that waits on ``hold[name]`` when set, then leaves the pod to
-    the next Bind plugin (DefaultBinder) with Skip: a Bind call the test holds."""
-
-    api_version: ClassVar[str] = "1.0"
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        super().__init__(args, handle)
-        self.hold: dict[str, asyncio.Event] = {}
-        self.entered: set[str] = set()
-
-    @hookimpl
-    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.entered.add(pod.name)
-        gate = self.hold.get(pod.name)
-        if gate is not None:
-            await gate.wait()
-        return Status(Code.SKIP)
 
 
 class StubbornPreBind(Plugin):
@@ -183,7 +162,6 @@ TEST_PLUGINS: dict[str, type] = {
     "PoolFilter": PoolFilter,
     "ExplodingFilter": ExplodingFilter,
     "ControlledPreBind": ControlledPreBind,
-    "HeldBind": HeldBind,
     "StubbornPreBind": StubbornPreBind,
     "BrokenScore": BrokenScore,
     "BlockingFilter": BlockingFilter,

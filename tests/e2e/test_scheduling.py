@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.engine.scheduler import BINDS_AHEAD
 from tests.e2e.conftest import Cluster, StartDaemon, scheduler_config, wait_until
 
 
@@ -154,44 +153,6 @@ async def test_prebind_hanging_past_its_timeout_requeues_the_pod(
     assert plugin.entered["p"] >= 2
     await cluster.wait_event("p", "Scheduled")
     await cluster.assert_bound_exactly_once(["p"])
-
-
-async def test_the_next_pod_waits_while_binds_ahead_calls_are_unanswered(
-    cluster: Cluster, start_daemon: StartDaemon
-) -> None:
-    """Bind calls in flight are bounded below bindingConcurrency: more would only
-    queue at the API server, lengthening every pod's attempt."""
-    await cluster.create_node("n1", cpu="64")
-    profile = {
-        "schedulerName": cluster.scheduler_name,
-        "plugins": {
-            "bind": {
-                "enabled": [{"name": "HeldBind"}, {"name": "DefaultBinder"}],
-                "disabled": [{"name": "*"}],
-            }
-        },
-    }
-    running = await start_daemon(scheduler_config([profile]))
-    bind = running.plugin(cluster.scheduler_name, "HeldBind")
-    held = [f"h{i}" for i in range(BINDS_AHEAD)]
-    gates = {name: asyncio.Event() for name in held}
-    bind.hold.update(gates)
-    scheduler = running.daemon.scheduler
-    for name in held:
-        await cluster.create_pod(name)
-    await wait_until(lambda: bind.entered == set(held), message="every held pod in Bind")
-    later = [f"p{i}" for i in range(3)]
-    for name in later:
-        await cluster.create_pod(name)
-    await asyncio.sleep(0.5)
-    assert scheduler.attempts == BINDS_AHEAD, "no decision while BINDS_AHEAD calls bind"
-    gates[held[0]].set()
-    await cluster.wait_bound([held[0], *later])
-    assert scheduler.attempts == BINDS_AHEAD + len(later)
-    for gate in gates.values():
-        gate.set()
-    await cluster.wait_bound(held)
-    await cluster.assert_bound_exactly_once([*held, *later])
 
 
 async def test_the_next_pod_waits_for_a_free_binding_slot(
