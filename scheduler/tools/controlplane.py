@@ -768,6 +768,11 @@ class ControlPlane:
             **options,
         )
 
+    @property
+    def pids(self) -> dict[str, int]:
+        """PID per component (etcd, kube-apiserver): to read what each one costs."""
+        return {process.name: process.popen.pid for process in self._processes}
+
     def log_paths(self) -> dict[str, Path]:
         """Log file per component, for failure messages."""
         return {process.name: process.log_path for process in self._processes}
@@ -1166,6 +1171,10 @@ class KubeControllerManagerProcess(_RunningComponent):
     #: Seconds from starting the process to its first ``/healthz`` 200.
     startup_seconds: float
     _process: _Process
+
+    @property
+    def pid(self) -> int:
+        return self._process.popen.pid
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of the log, for failure messages of tests that wait on a controller."""

@@ -80,8 +80,13 @@ def test_tiny_workload_report_shape(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert process["cpu_seconds"] > 0
         assert process["peak_rss_mib"] > 0
         assert outcome["algorithm_ms"]["count"] >= 30
+        # The emulator answered 30 bindings and the harness created and watched
+        # 30 pods: both cost CPU, and the report says how much.
+        assert outcome["server_cpu_seconds_measured"] > 0
+        assert outcome["harness_cpu_seconds_measured"] > 0
     text = report.render(data)
     assert "SchedulingBasic" in text and "throughput avg" in text
+    assert "API server CPU s, measured phase" in text
 
 
 def test_throughput_samples_follow_scheduler_perf() -> None:

@@ -231,6 +231,8 @@ ROWS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("quota over-max bindings", ("quota", "over_max_events"), 0),
     ("CPU s, measured phase", ("process", "cpu_seconds_measured"), 1),
     ("CPU s, whole run", ("process", "cpu_seconds"), 1),
+    ("API server CPU s, measured phase", ("server_cpu_seconds_measured",), 1),
+    ("harness CPU s, measured phase", ("harness_cpu_seconds_measured",), 1),
     ("RSS after sync (MiB)", ("process", "rss_after_sync_mib"), 0),
     ("peak RSS (MiB)", ("process", "peak_rss_mib"), 0),
 )

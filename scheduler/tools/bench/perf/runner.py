@@ -88,6 +88,14 @@ def proc_sample(pid: int) -> ProcSample | None:
     return ProcSample(cpu, values.get("VmRSS", 0.0), values.get("VmHWM", 0.0))
 
 
+def server_cpu_seconds(server: ApiServer) -> float | None:
+    """The API server's processes' CPU so far; None if any is gone or unknown."""
+    samples = [proc_sample(pid) for pid in server.pids]
+    if not samples or any(sample is None for sample in samples):
+        return None
+    return sum(sample.cpu_seconds for sample in samples if sample is not None)
+
+
 # -- backends ----------------------------------------------------------------------------
 
 
@@ -100,7 +108,10 @@ class ApiServer:
     token: str | None = None
     ca_file: Path | None = None
     preloaded: bool = False  # namespaces, nodes and bound pods exist already
-    pid: int | None = None
+    #: The processes serving the API (the emulator; etcd, kube-apiserver and any
+    #: controller manager): their CPU over the measured phase is reported, because
+    #: on a shared machine what the server spends per pod bounds both schedulers.
+    pids: tuple[int, ...] = ()
 
 
 def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workload) -> None:
@@ -156,7 +167,8 @@ def emulator_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
                 next_line = now + INTERVAL
         url = str(parent.recv())
         kubeconfig = write_kubeconfig(workdir / "emulator.kubeconfig", url)
-        yield ApiServer(url, Path(kubeconfig), preloaded=True, pid=process.pid)
+        pids = (process.pid,) if process.pid is not None else ()
+        yield ApiServer(url, Path(kubeconfig), preloaded=True, pids=pids)
     finally:
         with contextlib.suppress(OSError):
             parent.send("stop")
@@ -187,8 +199,9 @@ def real_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
         start_control_plane(workdir=workdir / "controlplane") as plane,
         contextlib.ExitStack() as stack,
     ):
+        pids = list(plane.pids.values())
         if workload.dra is not None:
-            stack.enter_context(
+            controllers = stack.enter_context(
                 plane.run_controller_manager(
                     CLAIM_CONTROLLERS,
                     verbosity=1,
@@ -198,7 +211,14 @@ def real_backend(workload: Workload, workdir: Path) -> Iterator[ApiServer]:
                     ],
                 )
             )
-        yield ApiServer(plane.server, plane.kubeconfig, token=plane.token, ca_file=plane.ca_file)
+            pids.append(controllers.pid)
+        yield ApiServer(
+            plane.server,
+            plane.kubeconfig,
+            token=plane.token,
+            ca_file=plane.ca_file,
+            pids=tuple(pids),
+        )
 
 
 # -- the harness's own client ------------------------------------------------------------
@@ -785,6 +805,8 @@ async def drive(
                 churn = asyncio.create_task(_churn(api))
             metrics_before = await scrape(proc.metrics_url)
             before = proc_sample(proc.pid)
+            server_before = server_cpu_seconds(server)
+            harness_before = time.process_time()
             start = time.perf_counter()
             timed_out = False
             expected = phase.expected
@@ -810,6 +832,8 @@ async def drive(
                 await creating
             end = time.perf_counter()
             after = proc_sample(proc.pid)
+            server_after = server_cpu_seconds(server)
+            harness_cpu = time.process_time() - harness_before
             metrics_after = await scrape(proc.metrics_url)
             if phase.expected < phase.count and not timed_out:
                 # The pods beyond the quotas must stay pending: give a scheduler that
@@ -869,6 +893,15 @@ async def drive(
                         None,
                     ),
                     "process": _process(before, after),
+                    # The rest of the machine over the same phase: the API server
+                    # (None when one of its processes could not be read) and this
+                    # harness (creating the pods, watching them bind).
+                    "server_cpu_seconds_measured": (
+                        server_after - server_before
+                        if server_after is not None and server_before is not None
+                        else None
+                    ),
+                    "harness_cpu_seconds_measured": harness_cpu,
                 }
             )
     finally:
