@@ -64,11 +64,13 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from scheduler.processgc import freeze_what_is_held, hold_a_cluster
     from scheduler.simulation.emulator import EmulatorServer
     from scheduler.simulation.emulator.clusterfile import load_cluster_file
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, got {args.port}")
+    hold_a_cluster()
     objects = load_cluster_file(args.cluster) if args.cluster else None
     server = EmulatorServer(
         objects,
@@ -78,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         volume_controller=args.volume_controller,
         claim_controller=args.claim_controller,
     )
+    freeze_what_is_held()  # the cluster file's objects, loaded by the constructor
     return asyncio.run(_serve(server, args.kubeconfig_out))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import socket
 from collections.abc import Awaitable
@@ -47,13 +46,11 @@ async def run_daemon(
     from scheduler.daemon.daemon import Daemon
     from scheduler.framework.loader import PluginCatalog
     from scheduler.kube.client import KubeClient
+    from scheduler.processgc import hold_a_cluster
 
-    # The daemon keeps every pod of the cluster: millions of long-lived
-    # container objects. With the default gen0 threshold (700), the initial
-    # list of 150,000 pods ran 14 full collections (6.8 s of a 21 s sync);
-    # with 10,000 it runs 3 (3.2 s). The daemon also freezes what it holds
-    # after the first sync (see Daemon.start_informers).
-    gc.set_threshold(10_000, 10, 10)
+    # The daemon keeps every pod of the cluster (see scheduler.processgc); it
+    # also freezes what it holds after the first sync (Daemon.start_informers).
+    hold_a_cluster()
     # Decisions allocate and free arrays of one value per node: keep freed
     # memory for the next one instead of faulting it in again (see the module).
     keep_freed_memory()

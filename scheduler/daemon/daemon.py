@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import socket
@@ -76,6 +75,7 @@ from scheduler.kube.informer import Informer, strip_managed_fields
 from scheduler.kube.leaderelection import LeaderElector
 from scheduler.observability.metrics import SchedulerMetrics
 from scheduler.observability.server import HealthServer, Serving
+from scheduler.processgc import freeze_what_is_held
 from scheduler.state.pod import InvalidPodError, PodInfo, compact_pod
 
 log = structlog.get_logger("scheduler.daemon")
@@ -632,10 +632,9 @@ class Daemon:
             # generation: a full collection then scans only what came after,
             # ~0.4 s instead of ~2 s (a pause of the whole scheduler); with
             # run's thresholds, 10,000 more pods then cost 0.26 s of collection
-            # instead of 1.3 s. Refcounting still frees frozen objects (pods
-            # are acyclic), so nothing leaks but the odd cycle made before.
-            # Only in the process of ``pluggable-scheduler run``.
-            gc.freeze()
+            # instead of 1.3 s. Only in the process of ``pluggable-scheduler
+            # run`` (see scheduler.processgc).
+            freeze_what_is_held()
 
     async def _sync_caches(self) -> None:
         await self.start_informers()

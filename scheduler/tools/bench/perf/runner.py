@@ -115,7 +115,10 @@ class ApiServer:
 
 
 def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workload) -> None:
+    from scheduler.processgc import freeze_what_is_held, hold_a_cluster
     from scheduler.simulation.emulator import EmulatorServer
+
+    hold_a_cluster()  # a process of its own, as kube-apiserver is
 
     async def serve() -> None:
         server = EmulatorServer(
@@ -124,6 +127,7 @@ def _serve_emulator(conn: multiprocessing.connection.Connection, workload: Workl
             claim_controller=workload.dra is not None,
         )
         await server.start()
+        freeze_what_is_held()
         conn.send(server.url)
         stop = asyncio.Event()
         asyncio.get_running_loop().add_reader(conn.fileno(), stop.set)
