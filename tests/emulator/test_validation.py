@@ -184,6 +184,21 @@ async def test_quantities_are_stored_canonical(
         assert answer["status"]["qosClass"] == "Burstable"
 
 
+def test_a_quantity_text_is_parsed_once_and_a_bad_one_fails_each_time() -> None:
+    from scheduler.simulation.emulator import quantity
+
+    first = quantity.parse("250m")
+    assert quantity.parse("250m") is first  # remembered
+    assert str(first) == "250m" and first.milli == 250
+    assert str(quantity.parse("1000m").round_up_milli()) == "1"
+    messages = []
+    for _ in range(2):
+        with pytest.raises(quantity.QuantityError) as info:
+            quantity.parse("1.2.3")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "quantit" in messages[0]
+
+
 async def test_null_label_value_is_empty_string(
     api_client: client.ApiClient, namespace: str
 ) -> None:
