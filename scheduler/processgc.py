@@ -3,13 +3,13 @@
 Both the daemon (``pluggable-scheduler run``) and an emulator serving in a
 process of its own keep every node and pod: millions of long-lived container
 objects. CPython's collector is stop-the-world, and with its defaults a full
-collection walks all of them: in the daemon the initial list of 150,000
-pods ran 14 full collections (6.8 s of a 21 s sync; 3 and 3.2 s with
-:data:`THRESHOLDS`); in the emulator serving
-15,000 nodes, full collections paused every request for 44-300 ms several
-times a minute while pods were created and bound (a real kube-apiserver's
-collector runs beside its requests). Only for a process of its own: freezing
-in a test process would keep its earlier tests' garbage cycles forever.
+collection walks all of them: in the daemon the initial list of 150,000 pods
+ran 14 full collections (6.8 s of a 21 s sync; 3 and 3.2 s with
+:data:`THRESHOLDS`); in the emulator serving 15,000 nodes, full collections
+paused every request for 44-302 ms, seven times in one benchmark run (a real
+kube-apiserver's collector runs beside its requests). Only for a process of
+its own: freezing in a test process would keep its earlier tests' garbage
+cycles forever.
 """
 
 from __future__ import annotations
