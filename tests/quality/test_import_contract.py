@@ -187,7 +187,7 @@ def test_importing_the_api_loads_no_scheduler_internals() -> None:
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer)
     for layer in (
-        ("errors",),
+        ("errors", "processgc"),
         ("model", "distributions"),
         ("kube",),  # the API adapter: kube's values only
         ("api",),
