@@ -18,7 +18,7 @@ from kubernetes_asyncio import client
 
 from scheduler.errors import UserError
 from scheduler.simulation.emulator import EmulatorServer
-from scheduler.simulation.emulator.claimcontroller import generate_name
+from scheduler.simulation.emulator.claimcontroller import ClaimsByPod, generate_name
 from scheduler.simulation.emulator.clusterfile import load_cluster_file, parse_cluster_text
 
 from .kube_helpers import api_client, get, pod, post, raw
@@ -403,6 +403,60 @@ def test_generate_name_truncates_both_parts() -> None:
     # 82 characters cut to 57 in proportion (60 * 57 // 82, 20 * 57 // 82), no final "-".
     assert name == "p" * 41 + "-" + "c" * 13
     assert generate_name("pod", "gpu") == "pod-gpu-"
+
+
+def _indexed_claim(owner: str, reserved_for: list[str]) -> Obj:
+    return {
+        "metadata": {
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner, "controller": True},
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "rs-1"},
+            ]
+        },
+        "status": {
+            "reservedFor": [{"resource": "pods", "name": "x", "uid": u} for u in reserved_for]
+        },
+    }
+
+
+def test_claims_by_pod_follow_owners_and_reservations() -> None:
+    """The controller's index (kube's claimPodOwnerIndex): a claim moves with its changes."""
+    index = ClaimsByPod()
+    index.put(("ns", "a"), _indexed_claim("pod-1", ["pod-2"]))
+    index.put(("ns", "b"), _indexed_claim("pod-1", []))
+    assert index.owned_by("pod-1") == [("ns", "a"), ("ns", "b")]
+    assert index.owned_by("rs-1") == []  # only controller references to pods count
+    assert index.of("pod-2") == {("ns", "a")}
+    index.put(("ns", "a"), _indexed_claim("pod-3", []))  # updated: owner and reservation gone
+    assert index.owned_by("pod-1") == [("ns", "b")]
+    assert index.of("pod-2") == set() and index.owned_by("pod-3") == [("ns", "a")]
+    index.drop(("ns", "b"))
+    assert index.of("pod-1") == set()
+
+
+async def test_controller_adopts_a_claim_the_pod_already_owns(api: client.ApiClient) -> None:
+    """handleClaim: a generated claim found through the owner index is recorded, not made
+    again, when the pod's status lost it."""
+    await post(api, TEMPLATES, template("t"))
+    await post(api, PODS, claim_pod("keeper", resourceClaimTemplateName="t"))
+    current = await until(
+        api,
+        f"{PODS}/keeper",
+        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
+    )
+    assert current is not None
+    name = current["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    current["status"]["resourceClaimStatuses"] = []
+    status, answer, _ = await raw(api, "PUT", f"{PODS}/keeper/status", body=current)
+    assert status == 200, answer
+    again = await until(
+        api,
+        f"{PODS}/keeper",
+        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
+    )
+    assert again is not None
+    assert again["status"]["resourceClaimStatuses"][0]["resourceClaimName"] == name
+    assert [c["metadata"]["name"] for c in (await get(api, CLAIMS))["items"]] == [name]
 
 
 async def _reserved_claim(api: client.ApiClient, name: str, pod_body: Obj) -> Obj:

@@ -77,6 +77,60 @@ def owning_pod(claim: Obj) -> tuple[str, str]:
     return "", ""
 
 
+class ClaimsByPod:
+    """Claims by the UID of the pod controlling them, and of each pod they are reserved for.
+
+    kube's controller finds a pod's claims through an informer index
+    (``claimPodOwnerIndex``); scanning every claim instead made each pod's
+    sync cost grow with the claims of the cluster (88% of the emulator's
+    time once a 15,000-node DRA workload had created a few thousand).
+    """
+
+    def __init__(self) -> None:
+        self._owned: dict[str, set[Key]] = {}
+        self._reserved: dict[str, set[Key]] = {}
+        self._uids: dict[Key, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+    def put(self, key: Key, claim: Obj) -> None:
+        owners = tuple(
+            str(mapping(ref).get("uid") or "")
+            for ref in items(claim["metadata"].get("ownerReferences"))
+            if mapping(ref).get("controller")
+            and mapping(ref).get("apiVersion") == "v1"
+            and mapping(ref).get("kind") == "Pod"
+        )
+        consumers = tuple(
+            str(mapping(r).get("uid") or "")
+            for r in items(mapping(claim.get("status")).get("reservedFor"))
+        )
+        if self._uids.get(key) == (owners, consumers):
+            return
+        self.drop(key)
+        self._uids[key] = (owners, consumers)
+        for uid in owners:
+            self._owned.setdefault(uid, set()).add(key)
+        for uid in consumers:
+            self._reserved.setdefault(uid, set()).add(key)
+
+    def drop(self, key: Key) -> None:
+        owners, consumers = self._uids.pop(key, ((), ()))
+        for index, uids in ((self._owned, owners), (self._reserved, consumers)):
+            for uid in uids:
+                keys = index.get(uid)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[uid]
+
+    def owned_by(self, uid: str) -> list[Key]:
+        """Keys of the claims ``uid`` controls, sorted."""
+        return sorted(self._owned.get(uid, ()))
+
+    def of(self, uid: str) -> set[Key]:
+        """Keys of the claims ``uid`` controls or is reserved in."""
+        return self._owned.get(uid, set()) | self._reserved.get(uid, set())
+
+
 def _status_claim(pod: Obj, name: str) -> tuple[bool, str | None]:
     """(recorded, claim name) of a template pod claim in pod.status.resourceClaimStatuses."""
     for entry in items(mapping(pod.get("status")).get("resourceClaimStatuses")):
@@ -97,12 +151,15 @@ class ClaimController(Reconciler):
         self._pods: set[Key] = set()
         self._claims: set[Key] = set()
         self._deleted: set[str] = set()  # uids of pods seen deleted (kube's deletedObjects)
+        self._by_pod = ClaimsByPod()
 
     def _seed(self) -> None:
         for key, entry in self.store.collection(self.pods).objects.items():
             if items(mapping(entry.obj.get("spec")).get("resourceClaims")):
                 self._pods.add(key)
-        self._claims.update(self.store.collection(self.claims).objects)
+        for key, entry in self.store.collection(self.claims).objects.items():
+            self._by_pod.put(key, entry.obj)
+            self._claims.add(key)
 
     # -- what to look at ---------------------------------------------------------
 
@@ -120,10 +177,12 @@ class ClaimController(Reconciler):
                 self._claims_of(obj)
         elif key == self.claims.storage_key:
             if change.type == "DELETED":
+                self._by_pod.drop(change.key)
                 pod_name, _ = owning_pod(obj)
                 if pod_name:  # a generated claim deleted under a live pod is re-created
                     self._pods.add((change.key[0], pod_name))
             else:
+                self._by_pod.put(change.key, obj)
                 self._claims.add(change.key)
         elif key == self.templates.storage_key and change.type != "DELETED":
             namespace, name = change.key
@@ -140,14 +199,10 @@ class ClaimController(Reconciler):
     def _claims_of(self, pod: Obj) -> None:
         """Claims in the pod's namespace it holds a reservation in or owns."""
         meta = pod["metadata"]
-        namespace, uid = meta.get("namespace", ""), meta.get("uid")
-        for key, entry in self.store.collection(self.claims).objects.items():
-            if key[0] != namespace:
-                continue
-            claim = entry.obj
-            reserved = items(mapping(claim.get("status")).get("reservedFor"))
-            if owning_pod(claim)[1] == uid or any(mapping(r).get("uid") == uid for r in reserved):
-                self._claims.add(key)
+        namespace = meta.get("namespace", "")
+        self._claims.update(
+            key for key in self._by_pod.of(str(meta.get("uid") or "")) if key[0] == namespace
+        )
 
     def _reconcile(self) -> None:
         pods, self._pods = self._pods, set()
@@ -204,9 +259,10 @@ class ClaimController(Reconciler):
     def _find_owned(self, pod: Obj, pod_claim_name: str) -> Obj | None:
         """findPodResourceClaim: a claim the pod controls, annotated for this pod claim."""
         meta = pod["metadata"]
-        for key, entry in self.store.collection(self.claims).objects.items():
-            claim = entry.obj
-            if key[0] != meta.get("namespace", "") or owning_pod(claim)[1] != meta.get("uid"):
+        namespace = meta.get("namespace", "")
+        for key in self._by_pod.owned_by(str(meta.get("uid") or "")):
+            claim = self._get(self.claims, key)
+            if key[0] != namespace or claim is None:
                 continue
             annotations = claim["metadata"].get("annotations") or {}
             if annotations.get(POD_CLAIM_ANNOTATION) == pod_claim_name:
