@@ -64,6 +64,9 @@ class ClaimTracker:
         self._seen_revision: int | None = None
         self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...], str | None]] = {}
         self._counts: Counter[DeviceID] = Counter()
+        # The keys of ``_counts``, kept alongside: copying a set reuses its stored
+        # hashes, where ``set(counter)`` hashes every device tuple again, per pod.
+        self._taken: set[DeviceID] = set()
         self._shared: dict[str, Obj] = {}
 
     # -- reading claims ---------------------------------------------------------------
@@ -117,7 +120,7 @@ class ClaimTracker:
     def taken(self) -> AllocatedState:
         """Every device (or share of one) no new allocation may use."""
         self._refresh()
-        state = AllocatedState(devices=set(self._counts))
+        state = AllocatedState(devices=self._taken.copy())
         for claim in self._shared.values():
             state.add_claim(claim)
         for flight in self._in_flight.values():
@@ -152,6 +155,7 @@ class ClaimTracker:
                     self._shared[shared] = claim  # consumable capacity: counted per share
                     devices = ()
                 counts.update(devices)
+                self._taken.update(devices)
                 entry = (claim, devices, shared)
             current[ident] = entry
             if entry[2] is not None:
@@ -165,5 +169,6 @@ class ClaimTracker:
             stale = {d for entry in removed for d in entry[1] if counts[d] <= 0}
             for device in stale:
                 del counts[device]
+            self._taken.difference_update(stale)
         self._by_id = current
         self._seen_revision = revision
