@@ -357,14 +357,17 @@ async def test_claim_status_rules(api: client.ApiClient) -> None:
 # -- the claim controller ------------------------------------------------------------------
 
 
+async def _claims_recorded(api: client.ApiClient, path: str) -> Obj | None:
+    """The pod at ``path`` once the controller has recorded its claims in its status."""
+    return await until(
+        api, path, lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses"))
+    )
+
+
 async def test_controller_creates_claim_from_template(api: client.ApiClient) -> None:
     await post(api, TEMPLATES, template("t", labels={"app": "train"}, annotations={"a": "b"}))
     made = await post(api, PODS, claim_pod("trainer", resourceClaimTemplateName="t"))
-    current = await until(
-        api,
-        f"{PODS}/trainer",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    current = await _claims_recorded(api, f"{PODS}/trainer")
     assert current is not None
     [entry] = current["status"]["resourceClaimStatuses"]
     assert entry["name"] == "gpu"
@@ -391,11 +394,7 @@ async def test_controller_waits_for_a_missing_template(api: client.ApiClient) ->
     await asyncio.sleep(0.2)
     assert (await get(api, CLAIMS))["items"] == []
     await post(api, TEMPLATES, template("later"))
-    await until(
-        api,
-        f"{PODS}/early",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    await _claims_recorded(api, f"{PODS}/early")
 
 
 def test_generate_name_truncates_both_parts() -> None:
@@ -439,21 +438,13 @@ async def test_controller_adopts_a_claim_the_pod_already_owns(api: client.ApiCli
     again, when the pod's status lost it."""
     await post(api, TEMPLATES, template("t"))
     await post(api, PODS, claim_pod("keeper", resourceClaimTemplateName="t"))
-    current = await until(
-        api,
-        f"{PODS}/keeper",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    current = await _claims_recorded(api, f"{PODS}/keeper")
     assert current is not None
     name = current["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     current["status"]["resourceClaimStatuses"] = []
     status, answer, _ = await raw(api, "PUT", f"{PODS}/keeper/status", body=current)
     assert status == 200, answer
-    again = await until(
-        api,
-        f"{PODS}/keeper",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    again = await _claims_recorded(api, f"{PODS}/keeper")
     assert again is not None
     assert again["status"]["resourceClaimStatuses"][0]["resourceClaimName"] == name
     assert [c["metadata"]["name"] for c in (await get(api, CLAIMS))["items"]] == [name]
@@ -511,11 +502,7 @@ async def test_release_keeps_allocation_without_the_finalizer(api: client.ApiCli
 async def test_finished_pod_loses_its_generated_claim(api: client.ApiClient) -> None:
     await post(api, TEMPLATES, template("t"))
     await post(api, PODS, claim_pod("job", node="node-1", resourceClaimTemplateName="t"))
-    current = await until(
-        api,
-        f"{PODS}/job",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    current = await _claims_recorded(api, f"{PODS}/job")
     assert current is not None
     name = current["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     generated = await get(api, f"{CLAIMS}/{name}")
@@ -537,11 +524,7 @@ async def test_finished_pod_loses_its_generated_claim(api: client.ApiClient) -> 
 async def test_deleted_pod_loses_its_generated_claim(api: client.ApiClient) -> None:
     await post(api, TEMPLATES, template("t"))
     await post(api, PODS, claim_pod("gone", resourceClaimTemplateName="t"))
-    current = await until(
-        api,
-        f"{PODS}/gone",
-        lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-    )
+    current = await _claims_recorded(api, f"{PODS}/gone")
     assert current is not None
     name = current["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     await raw(api, "DELETE", f"{PODS}/gone", body={"gracePeriodSeconds": 0})
@@ -571,11 +554,7 @@ async def test_example_cluster_file_loads(tmp_path: Path) -> None:
             "gpu.example.com"
         ]
         assert len((await get(api, TEMPLATES))["items"]) == 1
-        trainer = await until(
-            api,
-            f"{PODS}/train-0",
-            lambda p: bool(p and (p.get("status") or {}).get("resourceClaimStatuses")),
-        )
+        trainer = await _claims_recorded(api, f"{PODS}/train-0")
         assert trainer is not None
 
 
