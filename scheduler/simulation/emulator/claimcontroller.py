@@ -68,13 +68,19 @@ def generate_name(pod_name: str, claim_name: str) -> str:
     )
 
 
+def _controlling_pods(claim: Obj) -> list[tuple[str, str]]:
+    """(name, uid) of each controller owner reference to a pod (kube's claimPodOwnerIndexFunc)."""
+    return [
+        (str(ref.get("name") or ""), str(ref.get("uid") or ""))
+        for ref in map(mapping, items(claim["metadata"].get("ownerReferences")))
+        if ref.get("controller") and ref.get("apiVersion") == "v1" and ref.get("kind") == "Pod"
+    ]
+
+
 def owning_pod(claim: Obj) -> tuple[str, str]:
     """The pod that controls ``claim`` (name, uid), or empty strings."""
-    for ref in items(claim["metadata"].get("ownerReferences")):
-        ref = mapping(ref)
-        if ref.get("controller") and ref.get("apiVersion") == "v1" and ref.get("kind") == "Pod":
-            return str(ref.get("name") or ""), str(ref.get("uid") or "")
-    return "", ""
+    found = _controlling_pods(claim)
+    return found[0] if found else ("", "")
 
 
 class ClaimsByPod:
@@ -92,13 +98,7 @@ class ClaimsByPod:
         self._uids: dict[Key, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def put(self, key: Key, claim: Obj) -> None:
-        owners = tuple(
-            str(mapping(ref).get("uid") or "")
-            for ref in items(claim["metadata"].get("ownerReferences"))
-            if mapping(ref).get("controller")
-            and mapping(ref).get("apiVersion") == "v1"
-            and mapping(ref).get("kind") == "Pod"
-        )
+        owners = tuple(uid for _, uid in _controlling_pods(claim))
         consumers = tuple(
             str(mapping(r).get("uid") or "")
             for r in items(mapping(claim.get("status")).get("reservedFor"))
