@@ -6,7 +6,7 @@ The handle is a Protocol so plugins depend on the interface only; the daemon,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import structlog
@@ -63,6 +63,16 @@ class ObjectStore(Protocol):
     def revision(self) -> int:
         """A number that changes whenever the objects do (API 1.2): keep what you
         derive from the store until it moves, instead of re-reading every object."""
+
+    def changed_since(self, revision: int) -> Collection[tuple[str, str]] | None:
+        """The ``(namespace, name)`` of every object added, changed or deleted
+        after ``revision`` (a value :meth:`revision` returned), or None (API 2.3).
+
+        What lets a plugin keep an index of many objects current at the cost
+        of what changed: read each named object with :meth:`get` (None: it was
+        deleted). None means the store no longer knows (it re-listed, or more
+        changed than it remembers): rebuild from :meth:`list` then.
+        """
 
 
 class ApiClient(Protocol):

@@ -25,13 +25,15 @@ transformer hooks (``before_pre_filter``, ``after_pre_filter``,
 ``handle.framework.pod_from_object``, ``handle.framework.find_node`` and
 ``Handle.is_leader``;
 2.2 feature gates: ``FeatureSpec``, ``Plugin.feature_gates``, ``Plugin.gated_by``,
-``Handle.feature_gates``.
+``Handle.feature_gates``;
+2.3 ``ObjectStore.changed_since(revision)``: which objects changed, so an index
+of many objects is kept current at the cost of the changes.
 """
 
 from __future__ import annotations
 
 #: The plugin API this framework provides; a plugin's ``api_version`` is checked against it.
-PLUGIN_API_VERSION = "2.2"
+PLUGIN_API_VERSION = "2.3"
 
 #: Majors still served through the compatibility layer -> their last minor.
 LEGACY_MAJORS: dict[int, int] = {1: 3}
@@ -53,7 +55,7 @@ def is_compatible(plugin_version: str, framework_version: str = PLUGIN_API_VERSI
     """Whether a plugin written for ``plugin_version`` can run on ``framework_version``.
 
     Examples:
-        >>> is_compatible("2.2"), is_compatible("1.3"), is_compatible("2.3"), is_compatible("3.0")
+        >>> is_compatible("2.3"), is_compatible("1.3"), is_compatible("2.4"), is_compatible("3.0")
         (True, True, False, False)
     """
     p_major, p_minor = parse_api_version(plugin_version)

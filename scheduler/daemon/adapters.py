@@ -52,6 +52,15 @@ class InformerStore:
     def revision(self) -> int:
         return self._informer.revision
 
+    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
+        keys = self._informer.changed_since(revision)
+        if keys is None:
+            return None
+        # Keys are "namespace/name", or "name" for cluster-scoped objects.
+        return {
+            (ns, name) if sep else ("", ns) for ns, sep, name in (k.partition("/") for k in keys)
+        }
+
     def list(
         self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
     ) -> list[Mapping[str, Any]]:

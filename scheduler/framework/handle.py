@@ -68,6 +68,9 @@ class StaticStore:
     def revision(self) -> int:
         return 0  # never changes
 
+    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
+        return set() if revision == 0 else None
+
     def list(
         self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
     ) -> list[Mapping[str, Any]]:

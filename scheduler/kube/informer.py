@@ -53,6 +53,9 @@ Transform = Callable[[Obj], Obj]
 # treated like a failure, so a server that closes at once is not hammered.
 _MIN_HEALTHY_WATCH = 1.0
 
+# The fewest changes the change log remembers (``Informer.changed_since``).
+_LOG_MIN = 1024
+
 
 def object_key(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` for namespaced objects, ``name`` otherwise (client-go's key)."""
@@ -119,6 +122,10 @@ class Informer:
         #: Bumped whenever the store's contents change, so readers can keep
         #: what they derive from it until it moves (ObjectStore.revision).
         self.revision = 0
+        # The key changed at each revision after ``_log_base``, in order
+        # (changed_since); cleared by a re-list, trimmed once it outgrows the store.
+        self._log: list[str] = []
+        self._log_base = 0
         # Label key -> value -> object key -> object, for the keys someone asked
         # for (by_label); kept up to date with every event from then on.
         self._label_index: dict[str, dict[str, dict[str, Obj]]] = {}
@@ -187,6 +194,8 @@ class Informer:
             fresh[object_key(item)] = item
         self.store = fresh
         self.revision += 1
+        self._log.clear()  # anything may have changed: readers start over
+        self._log_base = self.revision
         for label in self._label_index:
             self._label_index[label] = self._build_label_index(label)
         self.resource_version = rv
@@ -250,7 +259,7 @@ class Informer:
         if kind in ("ADDED", "MODIFIED"):
             previous = self.store.get(key)
             self.store[key] = obj
-            self.revision += 1
+            self._changed(key)
             if self._label_index:
                 self._reindex(key, previous, obj)
             if rv:
@@ -261,7 +270,7 @@ class Informer:
                 await self._notify(self.on_update, previous, obj)
         elif kind == "DELETED":
             previous = self.store.pop(key, None)
-            self.revision += 1
+            self._changed(key)
             if self._label_index:
                 self._reindex(key, previous, None)
             if rv:
@@ -269,6 +278,29 @@ class Informer:
             await self._notify(self.on_delete, obj)
         else:
             log.warning("unknown watch event type", path=self.path, type=kind)
+
+    # -- change log --------------------------------------------------------------
+
+    def _changed(self, key: str) -> None:
+        self.revision += 1
+        log = self._log
+        log.append(key)
+        keep = max(_LOG_MIN, len(self.store))
+        if len(log) > 2 * keep:  # trimmed in halves: amortized O(1) per event
+            drop = len(log) - keep
+            del log[:drop]
+            self._log_base += drop
+
+    def changed_since(self, revision: int) -> set[str] | None:
+        """Keys of the objects that changed after ``revision``; None if not remembered.
+
+        The log keeps at least as many changes as the store has objects: a
+        reader further behind re-reads everything, which then costs no more.
+        """
+        start = revision - self._log_base
+        if start < 0 or revision > self.revision:
+            return None
+        return set(self._log[start:])
 
     # -- label index -------------------------------------------------------------
 

@@ -154,8 +154,8 @@ def test_the_framework_hands_each_version_what_it_promises(
 
 
 def test_version_rule_serves_1x_through_the_compatibility_layer() -> None:
-    assert PLUGIN_API_VERSION == "2.2"
-    assert is_compatible("2.0") and is_compatible("2.2") and not is_compatible("2.3")
+    assert PLUGIN_API_VERSION == "2.3"
+    assert is_compatible("2.0") and is_compatible("2.3") and not is_compatible("2.4")
     assert all(is_compatible(f"1.{minor}") for minor in range(LEGACY_MAJORS[1] + 1))
     assert not is_compatible("1.4")  # 1.x ended at 1.3
     assert not is_compatible("0.9") and not is_compatible("3.0")

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from scheduler.daemon.adapters import InformerStore
 from scheduler.kube.client import KubeClient
 from scheduler.kube.informer import Informer, object_key, strip_managed_fields
 from scheduler.simulation.emulator import EmulatorServer
@@ -427,3 +428,64 @@ async def test_label_index_follows_events_and_relists(
         assert _by_label(informer, "group", "g1") == ["default/d", "default/e"]
         assert _by_label(informer, "group", "g2") == ["default/b"]
         assert _by_label(informer, "other", "x") == []
+
+
+async def test_change_log_names_what_changed_and_forgets_at_a_relist(
+    client: KubeClient, emulator: EmulatorServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ObjectStore.changed_since: the keys changed after a revision, None once not remembered."""
+    monkeypatch.setattr("scheduler.kube.informer._LOG_MIN", 4)
+    for name in ("a", "b"):
+        await create(client, name)
+    await client.request("POST", "/api/v1/nodes", body=node("n1"))
+    informer = make_informer(client, Recorder())
+    nodes = Informer(client, "/api/v1/nodes")
+    store, node_store = InformerStore(informer), InformerStore(nodes)
+    async with running(informer), running(nodes):
+        start = store.revision()
+        assert store.changed_since(start) == set()
+        await client.request("DELETE", "/api/v1/namespaces/default/pods/a")
+        await create(client, "c", "kube-system")
+        await eventually(lambda: "kube-system/c" in informer.store, message="the watch")
+        # A delete is a MODIFIED (deletionTimestamp) then a DELETED: both logged.
+        assert store.changed_since(start) == {("default", "a"), ("kube-system", "c")}
+        middle = store.revision() - 1
+        assert store.changed_since(middle) == {("kube-system", "c")}
+        assert store.changed_since(store.revision() + 1) is None, "a revision not yet reached"
+
+        seen = node_store.revision()
+        await client.request(
+            "PATCH",
+            "/api/v1/nodes/n1",
+            body={"metadata": {"labels": {"x": "1"}}},
+            content_type="application/merge-patch+json",
+        )
+        await eventually(lambda: node_store.revision() > seen, message="the node's update")
+        assert node_store.changed_since(seen) == {("", "n1")}, "cluster-scoped: no namespace"
+
+        # The log keeps max(4, objects) changes once it outgrows twice that.
+        for i in range(8):
+            await client.request(
+                "PATCH",
+                "/api/v1/namespaces/default/pods/b",
+                body={"metadata": {"labels": {"i": str(i)}}},
+                content_type="application/merge-patch+json",
+            )
+        await eventually(
+            lambda: informer.store["default/b"]["metadata"]["labels"] == {"i": "7"},
+            message="eight updates",
+        )
+        assert store.changed_since(start) is None, "older than the log remembers"
+        assert store.changed_since(store.revision() - 2) == {("default", "b")}
+
+        # History lost (410): the re-list may have changed anything.
+        before = store.revision()
+        blocker = emulator.faults.fail(500, verb="watch", count=None)
+        emulator.faults.drop_watches(abrupt=True)
+        await eventually(lambda: blocker.hits >= 1, message="a failed re-watch")
+        await create(client, "d")
+        emulator.store.compact()
+        emulator.faults.rules.remove(blocker)
+        await eventually(lambda: informer.lists == 2, message="a re-list after 410")
+        assert store.changed_since(before) is None
+        assert store.changed_since(store.revision()) == set()

@@ -10,7 +10,7 @@ Three sources make a device taken, and a pod must never get one of them:
 
 Devices given with admin access are never counted: they stay usable by
 others, as in kube. The informer part is kept incrementally (a reference
-count per device, refreshed only for claim objects that changed since the
+count per device, updated for the claims the store says changed since the
 last look), so a pod's cycle does not re-read every claim of the cluster.
 """
 
@@ -24,10 +24,11 @@ from typing import Any
 from scheduler.api import ObjectStore
 from scheduler.plugins._helpers import meta
 from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
-from scheduler.plugins.dynamicresources.claims import Obj, allocation, key
+from scheduler.plugins.dynamicresources.claims import Obj, allocation
 from scheduler.plugins.dynamicresources.state import AllocatedState
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
+ClaimKey = tuple[str, str]  # namespace, name
 
 
 def allocated_devices(claim: Obj) -> tuple[DeviceID, ...]:
@@ -62,12 +63,13 @@ class ClaimTracker:
         self.cache = AssumeCache(store)
         self._in_flight: dict[str, _InFlight] = {}
         self._seen_revision: int | None = None
-        self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...], str | None]] = {}
+        # Each claim counted, as last seen, with the devices it was counted for.
+        self._entries: dict[ClaimKey, tuple[Obj, tuple[DeviceID, ...]]] = {}
         self._counts: Counter[DeviceID] = Counter()
         # The keys of ``_counts``, kept alongside: copying a set reuses its stored
         # hashes, where ``set(counter)`` hashes every device tuple again, per pod.
         self._taken: set[DeviceID] = set()
-        self._shared: dict[str, Obj] = {}
+        self._shared: dict[ClaimKey, Obj] = {}
 
     # -- reading claims ---------------------------------------------------------------
 
@@ -134,41 +136,41 @@ class ClaimTracker:
         revision = store.revision()
         if revision == self._seen_revision:
             return
-        # Keyed by object identity: an informer replaces a changed object, so an
-        # unchanged one costs a dict probe, not a look at its allocation.
-        previous = self._by_id
-        current: dict[int, tuple[Obj, tuple[DeviceID, ...], str | None]] = {}
-        counts = self._counts
-        live_shared: set[str] = set()
-        removed: list[tuple[Obj, tuple[DeviceID, ...], str | None]] = []
-        for claim in store.list():
-            ident = id(claim)
-            entry = previous.pop(ident, None)
-            if entry is not None and entry[0] is not claim:
-                removed.append(entry)  # a new object that reuses a dead one's id
-                entry = None
-            if entry is None:
-                devices = allocated_devices(claim)
-                shared = None
-                if devices and _has_shares(claim):
-                    shared = key(claim)
-                    self._shared[shared] = claim  # consumable capacity: counted per share
-                    devices = ()
-                counts.update(devices)
-                self._taken.update(devices)
-                entry = (claim, devices, shared)
-            current[ident] = entry
-            if entry[2] is not None:
-                live_shared.add(entry[2])
-        removed.extend(previous.values())  # gone or replaced
-        for _, devices, shared in removed:
-            counts.subtract(devices)
-            if shared is not None and shared not in live_shared:
-                self._shared.pop(shared, None)
-        if removed:
-            stale = {d for entry in removed for d in entry[1] if counts[d] <= 0}
-            for device in stale:
-                del counts[device]
-            self._taken.difference_update(stale)
-        self._by_id = current
+        changed = None if self._seen_revision is None else store.changed_since(self._seen_revision)
+        if changed is None:
+            listed: dict[ClaimKey, Obj] = {}
+            for claim in store.list():
+                m = meta(claim)
+                listed[(str(m.get("namespace") or ""), str(m.get("name") or ""))] = claim
+            for gone in self._entries.keys() - listed.keys():
+                self._count(gone, None)
+            for claim_key, claim in listed.items():
+                self._count(claim_key, claim)
+        else:
+            for claim_key in changed:
+                self._count(claim_key, store.get(*claim_key))
         self._seen_revision = revision
+
+    def _count(self, claim_key: ClaimKey, claim: Obj | None) -> None:
+        """Make the counts hold ``claim`` (None: deleted) where they held its last version."""
+        entry = self._entries.get(claim_key)
+        if entry is not None:
+            if entry[0] is claim:
+                return  # an informer replaces a changed object: same object, same devices
+            del self._entries[claim_key]
+            self._shared.pop(claim_key, None)
+            counts = self._counts
+            counts.subtract(entry[1])
+            for device in entry[1]:
+                if counts[device] <= 0:
+                    del counts[device]
+                    self._taken.discard(device)
+        if claim is None:
+            return
+        devices = allocated_devices(claim)
+        if devices and _has_shares(claim):
+            self._shared[claim_key] = claim  # consumable capacity: counted per share
+            devices = ()
+        self._counts.update(devices)
+        self._taken.update(devices)
+        self._entries[claim_key] = (claim, devices)

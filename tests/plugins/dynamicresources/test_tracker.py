@@ -1,8 +1,9 @@
 """The claim tracker's taken devices, kept incrementally, equal a count from scratch.
 
-The tracker follows the informer's claims by object identity and keeps a
-reference count per device and the set of devices counted, so that a pod's
-cycle does not hash every allocated device again. Whatever sequence of
+The tracker updates the claims the store says changed (``changed_since``),
+or re-reads them all when it cannot tell, and keeps a reference count per
+device and the set of devices counted, so that a pod's cycle neither reads
+every claim nor hashes every allocated device again. Whatever sequence of
 claims allocated, replaced (a device moving from one claim to another) and
 deleted, ``taken().devices`` must be exactly the devices the live claims hold.
 """
@@ -20,19 +21,29 @@ Obj = dict[str, Any]
 
 
 class _Store:
-    """An informer's store as the tracker reads it: objects replaced, never changed."""
+    """An informer's store as the tracker reads it: objects replaced, never changed.
 
-    def __init__(self) -> None:
+    Its change log forgets at random (as an informer's does at a re-list),
+    so the tracker's rebuild from the whole list is exercised as well.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
         self.objects: dict[str, Obj] = {}
-        self._revision = 0
+        self._log: list[str] = []
+        self._rng = rng
 
     def put(self, obj: Obj) -> None:
         self.objects[obj["metadata"]["name"]] = obj
-        self._revision += 1
+        self._log.append(obj["metadata"]["name"])
 
     def delete(self, name: str) -> None:
         self.objects.pop(name, None)
-        self._revision += 1
+        self._log.append(name)
+
+    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
+        if self._rng.random() < 0.2:
+            return None
+        return {("ns", name) for name in self._log[revision:]}
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.objects.get(name)
@@ -43,7 +54,7 @@ class _Store:
         return list(self.objects.values())
 
     def revision(self) -> int:
-        return self._revision
+        return len(self._log)
 
 
 def _allocated(name: str, devices: list[str], admin: bool = False) -> Obj:
@@ -56,7 +67,7 @@ def _allocated(name: str, devices: list[str], admin: bool = False) -> Obj:
 
 def test_taken_devices_follow_claims_allocated_moved_and_deleted() -> None:
     rng = random.Random(5)
-    store = _Store()
+    store = _Store(rng)
     tracker = ClaimTracker(lambda: store)
     devices = [f"gpu-{i}" for i in range(12)]
     for step in range(400):
