@@ -77,8 +77,8 @@ class QuotaBook:
         self._quotas = quotas
         self._pods_revision: int | None = None
         self._quotas_revision: int | None = None
-        # id(pod object) -> (the object, its uid): the store's contents at the last sync.
-        self._by_id: dict[int, tuple[Mapping[str, Any], str]] = {}
+        # (namespace, name) -> (the pod object, its uid): the store's pods at the last sync.
+        self._seen: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
         self._charges: dict[str, Charge] = {}
         self._bound_used: dict[str, Vector] = {}
         self.specs: dict[str, QuotaSpec | QuotaError] = {}
@@ -103,8 +103,8 @@ class QuotaBook:
             self._load_quotas()
         revision = self._pods.revision()
         if revision != self._pods_revision or self._pods_revision is None:
-            self._pods_revision = revision
-            self._load_pods()
+            since, self._pods_revision = self._pods_revision, revision
+            self._load_pods(since)
         if self._doubtful:
             now = self.clock()
             for uid, (since, _) in list(self._doubtful.items()):
@@ -134,32 +134,43 @@ class QuotaBook:
             live.charge(charge.namespace, uid, charge.requests)
         self.live = live
 
-    def _load_pods(self) -> None:
-        """Apply what changed in the pod store since the last sync.
+    def _load_pods(self, since: int | None) -> None:
+        """Apply what changed in the pod store since the revision of the last sync.
 
-        Objects are told apart by identity (``id``), with set operations that
-        run in C: at 10,000 pods a sync costs about a millisecond instead of a
-        Python loop over every pod. Every object seen is kept referenced in
-        ``_by_id``, so an id cannot be reused by another object meanwhile.
+        The store names the pods that changed (``changed_since``, plugin API
+        2.3), so a sync costs the changes, not a look at every pod of the
+        cluster; every pod is read only when it cannot tell (the first sync,
+        a re-list).
         """
-        current = self._pods.list()
-        now = dict(zip(map(id, current), current, strict=True))
-        seen = self._by_id
-        added = now.keys() - seen.keys()
-        removed = seen.keys() - now.keys()
-        fresh: set[str] = set()
-        for key in added:
-            obj = now[key]
-            uid = pod_uid(obj)
-            fresh.add(uid)
-            self._apply(uid, obj)
-        for key in removed:
-            uid = seen.pop(key)[1]
-            if uid not in fresh:  # not replaced by a newer version: the pod is gone
-                self._release(uid)
-        for key in added:
-            obj = now[key]
-            seen[key] = (obj, pod_uid(obj))
+        changed = None if since is None else self._pods.changed_since(since)
+        if changed is None:
+            current: dict[tuple[str, str], Mapping[str, Any]] = {}
+            for obj in self._pods.list():
+                meta = obj.get("metadata") or {}
+                current[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = obj
+            for key in self._seen.keys() - current.keys():
+                self._saw(key, None)
+            for key, obj in current.items():
+                self._saw(key, obj)
+        else:
+            for key in changed:
+                self._saw(key, self._pods.get(*key))
+
+    def _saw(self, key: tuple[str, str], obj: Mapping[str, Any] | None) -> None:
+        """The pod stored under ``key`` is now ``obj`` (None: deleted)."""
+        previous = self._seen.get(key)
+        if previous is not None and previous[0] is obj:
+            return  # informers replace changed objects: the same object has not changed
+        if obj is None:
+            if previous is not None:
+                del self._seen[key]
+                self._release(previous[1])
+            return
+        uid = pod_uid(obj)
+        self._seen[key] = (obj, uid)
+        if previous is not None and previous[1] != uid:
+            self._release(previous[1])  # a new pod under a deleted one's name
+        self._apply(uid, obj)
 
     def _apply(self, uid: str, obj: Mapping[str, Any]) -> None:
         status = obj.get("status") or {}

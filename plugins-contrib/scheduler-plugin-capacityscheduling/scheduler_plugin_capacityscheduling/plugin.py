@@ -128,7 +128,7 @@ class PreFilterState:
 class CapacityScheduling(Plugin):
     """Elastic quotas: see the module docstring for the decisions."""
 
-    api_version: ClassVar[str] = "2.1"
+    api_version: ClassVar[str] = "2.3"
     name: ClassVar[str] = NAME
     watches: ClassVar[tuple[tuple[str, str, str], ...]] = (ELASTIC_QUOTAS, PODS, PDB_RESOURCE)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -310,18 +311,23 @@ class Store:
 
     def __init__(self, objects: Sequence[Mapping[str, Any]] = ()) -> None:
         self.objects: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self._revision = 0
+        self._log: list[tuple[str, str]] = []  # the key changed at each revision
+        self.forgets = False  # answer changed_since with None, as after a re-list
         for obj in objects:
             self.put(obj)
 
     def put(self, obj: Mapping[str, Any]) -> None:
         meta = obj["metadata"]
-        self.objects[(meta["namespace"], meta["name"])] = dict(obj)  # a new object, as informers
-        self._revision += 1
+        key = (meta["namespace"], meta["name"])
+        self.objects[key] = dict(obj)  # a new object, as informers
+        self._log.append(key)
 
     def remove(self, namespace: str, name: str) -> None:
         del self.objects[(namespace, name)]
-        self._revision += 1
+        self._log.append((namespace, name))
+
+    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
+        return None if self.forgets else set(self._log[revision:])
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.objects.get((namespace, name))
@@ -330,7 +336,7 @@ class Store:
         return [o for (ns, _), o in self.objects.items() if namespace in (None, ns)]
 
     def revision(self) -> int:
-        return self._revision
+        return len(self._log)
 
 
 def test_an_unreserved_pod_is_released_by_a_newer_unbound_version_or_kept_if_bound() -> None:
@@ -360,6 +366,46 @@ def test_an_unreserved_pod_is_released_by_a_newer_unbound_version_or_kept_if_bou
 
 
 # -- PostFilter: the whole preemption, as the scheduler runs it ---------------------------------
+
+
+def test_the_book_follows_changed_pods_as_a_fresh_book_reads_them() -> None:
+    """Synced on what the store says changed, or on everything when it cannot
+    tell, the book charges exactly what a book built from the store now does."""
+    rng = random.Random(7)
+    pods = Store()
+    quotas = Store([quota(ns, min=A, max=MAX) for ns in ("a", "b")])
+    book = QuotaBook(pods, quotas)
+    stages: dict[tuple[str, str], tuple[int, str, int]] = {}  # key -> (uid, cpu, stage)
+    for step in range(400):
+        key = (rng.choice(("a", "b")), f"p{rng.randrange(6)}")
+        if key not in stages:  # created pending or already bound, under a new uid
+            stages[key] = (step, str(rng.randint(1, 3)), rng.randrange(2))
+        elif rng.random() < 0.3 or stages[key][2] == 2:
+            del stages[key]
+            pods.remove(*key)
+            continue
+        else:  # pending -> bound -> succeeded
+            uid, cpu, stage = stages[key]
+            stages[key] = (uid, cpu, stage + 1)
+        uid, cpu, stage = stages[key]
+        obj = pod(
+            key[1],
+            key[0],
+            cpu=cpu,
+            node="n0" if stage else None,
+            phase="Succeeded" if stage == 2 else None,
+        )
+        obj["metadata"] = {**obj["metadata"], "uid": f"uid-{uid}"}
+        pods.put(obj)
+        if rng.random() < 0.5:
+            continue  # several changes between two syncs
+        pods.forgets = rng.random() < 0.2
+        book.sync()
+        fresh = QuotaBook(pods, quotas)
+        fresh.sync()
+        for namespace in ("a", "b"):
+            assert book.live[namespace].used == fresh.live[namespace].used, f"step {step}"
+            assert book.bound_used(namespace) == fresh.bound_used(namespace), f"step {step}"
 
 
 async def test_post_filter_reclaims_the_lent_min_from_the_borrowing_quota() -> None:
