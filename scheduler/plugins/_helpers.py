@@ -68,6 +68,12 @@ def object_name(obj: Mapping[str, Any]) -> str:
     return str(meta(obj).get("name") or "")
 
 
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)``: how ``ObjectStore.get`` and ``changed_since`` name an object."""
+    m = meta(obj)
+    return str(m.get("namespace") or ""), str(m.get("name") or "")
+
+
 def resource_version(obj: Mapping[str, Any]) -> str:
     """An API object's ``metadata.resourceVersion``; empty when it has none."""
     return str(meta(obj).get("resourceVersion") or "")
@@ -209,3 +215,69 @@ class FromStore(Generic[T]):
         if cached is None or cached[0] != revision:
             cached = self._cached = (revision, self._build(store.list()))
         return cached[1]
+
+
+StoreKey = tuple[str, str]
+
+
+class StoreIndex:
+    """The objects of one watched store grouped by a value read from each (client-go's indexer).
+
+    A plugin that finds objects by something other than a label (the pod a
+    claim belongs to, the PodGroup a pod names in its spec) would otherwise
+    scan the store per lookup, or rebuild a whole index at each revision as
+    :class:`FromStore` does. This index applies only the objects the store
+    says changed since the last lookup (``changed_since``, plugin API 2.3),
+    and reads every object only when the store cannot tell.
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], ObjectStore],
+        value_of: Callable[[Mapping[str, Any]], Hashable | None],
+    ) -> None:
+        self._store = store
+        self._value_of = value_of  # None: the object is in no group
+        self._revision: int | None = None
+        self._values: dict[StoreKey, tuple[Mapping[str, Any], Hashable | None]] = {}
+        self._groups: dict[Hashable, dict[StoreKey, Mapping[str, Any]]] = {}
+
+    def get(self, value: Hashable) -> Mapping[StoreKey, Mapping[str, Any]]:
+        """The objects whose value is ``value``, by ``(namespace, name)``; do not change it."""
+        self._refresh()
+        return self._groups.get(value) or {}
+
+    def _refresh(self) -> None:
+        store = self._store()
+        revision = store.revision()
+        if revision == self._revision:
+            return
+        changed = None if self._revision is None else store.changed_since(self._revision)
+        if changed is None:
+            listed = {object_key(obj): obj for obj in store.list()}
+            for key in self._values.keys() - listed.keys():
+                self._put(key, None)
+            for key, obj in listed.items():
+                self._put(key, obj)
+        else:
+            for key in changed:
+                self._put(key, store.get(*key))
+        self._revision = revision
+
+    def _put(self, key: StoreKey, obj: Mapping[str, Any] | None) -> None:
+        previous = self._values.get(key)
+        if previous is not None:
+            if previous[0] is obj:
+                return  # informers replace changed objects: the same one has not changed
+            group = self._groups.get(previous[1])
+            if group is not None:
+                group.pop(key, None)
+                if not group:
+                    del self._groups[previous[1]]
+            del self._values[key]
+        if obj is None:
+            return
+        value = self._value_of(obj)
+        self._values[key] = (obj, value)
+        if value is not None:
+            self._groups.setdefault(value, {})[key] = obj

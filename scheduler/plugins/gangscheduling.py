@@ -51,6 +51,7 @@ from scheduler.api import (
     hookimpl,
 )
 from scheduler.model.schedulinggroup import POD_GROUPS, pod_group_name, scheduling_group_key
+from scheduler.plugins._helpers import StoreIndex, object_key
 from scheduler.state.pod import InvalidPodError, PodInfo
 
 PODS: Final = ("", "v1", "pods")
@@ -106,6 +107,11 @@ def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) else 1
 
 
+def _group_key(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    name = pod_group_name(pod)
+    return None if name is None else (object_key(pod)[0], name)
+
+
 class GangScheduling(Plugin):
     """All-or-nothing scheduling of PodGroups with a gang policy (kube's GangScheduling)."""
 
@@ -117,7 +123,9 @@ class GangScheduling(Plugin):
     def __init__(self, args: Any, handle: Any) -> None:
         super().__init__(args, handle)
         self._groups = handle.store(*POD_GROUPS)
-        self._pods = handle.store(*PODS)
+        # Pods by the PodGroup they name (namespace, group): a gang's members
+        # without a scan of the namespace per lookup.
+        self._by_group = StoreIndex(lambda: handle.store(*PODS), _group_key)
         # Group key -> uid -> the member reserved by this scheduler and not yet
         # unreserved: kube's "assumed" pods (placed, waiting at Permit or binding).
         self._assumed: dict[str, dict[str, Pod]] = {}
@@ -129,8 +137,8 @@ class GangScheduling(Plugin):
         """Pods of the group the scheduler knows: this profile's unscheduled ones and
         every assigned one (kube's cache), neither terminal nor being deleted."""
         out = []
-        for obj in self._pods.list(namespace):
-            if pod_group_name(obj) != name or not _live(obj):
+        for obj in self._by_group.get((namespace, name)).values():
+            if not _live(obj):
                 continue
             spec = _spec(obj)
             if spec.get("nodeName") or spec.get("schedulerName") == self.handle.profile_name:

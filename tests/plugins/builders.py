@@ -6,11 +6,13 @@ write ``cpu: "4000"`` meaning 4000 cores, and those numbers carry over as is.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from scheduler.api import CycleState, Handle
+from scheduler.plugins._helpers import object_key
 from scheduler.state.nodetable import NodeSet, NodeTable
 from scheduler.state.pod import PodInfo
 
@@ -194,3 +196,43 @@ def FakeHandle(table: NodeTable | None = None, *, client: Any = None) -> Handle:
 
 def new_state() -> CycleState:
     return CycleState()
+
+
+class ChangingStore:
+    """An informer's store as plugins read it: objects replaced, never changed in place.
+
+    Its change log forgets at random (as an informer's does at a re-list),
+    so a reader's rebuild from the whole list is exercised as well as its
+    updates from ``changed_since``.
+    """
+
+    def __init__(self, rng: random.Random, forget: float = 0.2) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self._log: list[tuple[str, str]] = []
+        self._rng = rng
+        self._forget = forget
+
+    def put(self, obj: dict[str, Any]) -> None:
+        key = object_key(obj)
+        self.objects[key] = obj
+        self._log.append(key)
+
+    def delete(self, namespace: str, name: str) -> None:
+        self.objects.pop((namespace, name), None)
+        self._log.append((namespace, name))
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.objects.get((namespace, name))
+
+    def list(
+        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> list[Mapping[str, Any]]:
+        return [o for (ns, _), o in self.objects.items() if namespace in (None, ns)]
+
+    def revision(self) -> int:
+        return len(self._log)
+
+    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
+        if self._rng.random() < self._forget:
+            return None
+        return set(self._log[revision:])

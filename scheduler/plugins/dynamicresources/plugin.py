@@ -76,6 +76,7 @@ from scheduler.model.selectors import NodeSelector, SelectorError
 from scheduler.plugins._helpers import (
     FromStore,
     PluginArgs,
+    StoreIndex,
     coerce_args,
     default_normalize_score,
     meta,
@@ -232,7 +233,7 @@ class DynamicResources(Plugin):
             lambda: handle.store(*CLASSES), lambda objs: {object_name(c): c for c in objs}
         )
         self._resolver = FromStore(lambda: handle.store(*CLASSES), DeviceClassResolver)
-        self._extended_claims = FromStore(lambda: handle.store(*CLAIMS), _claims_by_owner)
+        self._extended_claims = StoreIndex(lambda: handle.store(*CLAIMS), owner_uid)
         self._selectors: dict[str, tuple[str, NodeSelector | None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._device_table: tuple[SliceIndex, DeviceTable | None] | None = None
@@ -253,11 +254,11 @@ class DynamicResources(Plugin):
     def _find_extended_claim(self, pod: PodInfo) -> Obj | None:
         """kube's findExtendedResourceClaim, through an index of annotated claims by owner.
 
-        kube scans every claim of the cluster for each such pod; the index is
-        rebuilt only when the claims change, and the claims it names are read
+        kube scans every claim of the cluster for each such pod; the index
+        follows the claims that change, and the claims it names are read
         through the assume cache, as kube's list is.
         """
-        found = self._extended_claims.get().get(pod.uid)
+        found = self._extended_claims.get(pod.uid)
         if not found:
             return None
         claims = [self.tracker.get(ns, name) for ns, name in found]
@@ -1096,19 +1097,6 @@ class DynamicResources(Plugin):
         except ClaimUnusable:
             return QueueingHint.SKIP
         return QueueingHint.QUEUE
-
-
-def _claims_by_owner(claims: list[Obj]) -> dict[str, list[tuple[str, str]]]:
-    """The claims that name an owner pod, by that pod's UID (namespace, name)."""
-    index: dict[str, list[tuple[str, str]]] = {}
-    for claim in claims:
-        owner = owner_uid(claim)
-        if owner is not None:
-            m = meta(claim)
-            index.setdefault(owner, []).append(
-                (str(m.get("namespace") or ""), str(m.get("name") or ""))
-            )
-    return index
 
 
 class _BindError(Exception):

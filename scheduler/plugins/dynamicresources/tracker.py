@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import ObjectStore
-from scheduler.plugins._helpers import meta
+from scheduler.plugins._helpers import meta, object_key
 from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
 from scheduler.plugins.dynamicresources.claims import Obj, allocation
 from scheduler.plugins.dynamicresources.state import AllocatedState
@@ -138,10 +138,7 @@ class ClaimTracker:
             return
         changed = None if self._seen_revision is None else store.changed_since(self._seen_revision)
         if changed is None:
-            listed: dict[ClaimKey, Obj] = {}
-            for claim in store.list():
-                m = meta(claim)
-                listed[(str(m.get("namespace") or ""), str(m.get("name") or ""))] = claim
+            listed = {object_key(claim): claim for claim in store.list()}
             for gone in self._entries.keys() - listed.keys():
                 self._count(gone, None)
             for claim_key, claim in listed.items():

@@ -11,50 +11,13 @@ deleted, ``taken().devices`` must be exactly the devices the live claims hold.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 from typing import Any
 
 from scheduler.plugins.dynamicresources.tracker import ClaimTracker
+from tests.plugins.builders import ChangingStore
 from tests.plugins.dynamicresources.builders import allocation, claim, result
 
 Obj = dict[str, Any]
-
-
-class _Store:
-    """An informer's store as the tracker reads it: objects replaced, never changed.
-
-    Its change log forgets at random (as an informer's does at a re-list),
-    so the tracker's rebuild from the whole list is exercised as well.
-    """
-
-    def __init__(self, rng: random.Random) -> None:
-        self.objects: dict[str, Obj] = {}
-        self._log: list[str] = []
-        self._rng = rng
-
-    def put(self, obj: Obj) -> None:
-        self.objects[obj["metadata"]["name"]] = obj
-        self._log.append(obj["metadata"]["name"])
-
-    def delete(self, name: str) -> None:
-        self.objects.pop(name, None)
-        self._log.append(name)
-
-    def changed_since(self, revision: int) -> set[tuple[str, str]] | None:
-        if self._rng.random() < 0.2:
-            return None
-        return {("ns", name) for name in self._log[revision:]}
-
-    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.objects.get(name)
-
-    def list(
-        self, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
-    ) -> list[Mapping[str, Any]]:
-        return list(self.objects.values())
-
-    def revision(self) -> int:
-        return len(self._log)
 
 
 def _allocated(name: str, devices: list[str], admin: bool = False) -> Obj:
@@ -67,13 +30,13 @@ def _allocated(name: str, devices: list[str], admin: bool = False) -> Obj:
 
 def test_taken_devices_follow_claims_allocated_moved_and_deleted() -> None:
     rng = random.Random(5)
-    store = _Store(rng)
+    store = ChangingStore(rng)
     tracker = ClaimTracker(lambda: store)
     devices = [f"gpu-{i}" for i in range(12)]
     for step in range(400):
         name = f"claim-{rng.randrange(8)}"
         if rng.random() < 0.25:
-            store.delete(name)
+            store.delete("ns", name)
         else:
             held = rng.sample(devices, rng.randint(0, 3))
             store.put(_allocated(name, held, admin=rng.random() < 0.1))
