@@ -7,7 +7,7 @@ so that vectorized scores equal kube-scheduler's to the unit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -220,6 +220,41 @@ class FromStore(Generic[T]):
 StoreKey = tuple[str, str]
 
 
+class StoreCursor:
+    """A reader's place in one watched store: what changed since its last look.
+
+    Readers that keep something per object (counts per claim, an index)
+    apply :meth:`changes` in order, each pair replacing what they held for
+    that key.
+    """
+
+    def __init__(self, store: Callable[[], ObjectStore]) -> None:
+        self._store = store
+        self._revision: int | None = None
+
+    def changes(self, known: Iterable[StoreKey]) -> list[tuple[StoreKey, Mapping[str, Any] | None]]:
+        """``(key, object or None if gone)`` for each object changed since the last call.
+
+        The objects ``changed_since`` names (plugin API 2.3); when the store
+        cannot tell (a re-list) or on the first call, every object, and None
+        for each of the reader's ``known`` keys no longer there.
+        """
+        store = self._store()
+        revision = store.revision()
+        if revision == self._revision:
+            return []
+        since, self._revision = self._revision, revision
+        changed = None if since is None else store.changed_since(since)
+        if changed is not None:
+            return [(key, store.get(*key)) for key in changed]
+        listed = {object_key(obj): obj for obj in store.list()}
+        out: list[tuple[StoreKey, Mapping[str, Any] | None]] = [
+            (key, None) for key in known if key not in listed
+        ]
+        out.extend(listed.items())
+        return out
+
+
 class StoreIndex:
     """The objects of one watched store grouped by a value read from each (client-go's indexer).
 
@@ -236,33 +271,16 @@ class StoreIndex:
         store: Callable[[], ObjectStore],
         value_of: Callable[[Mapping[str, Any]], Hashable | None],
     ) -> None:
-        self._store = store
+        self._cursor = StoreCursor(store)
         self._value_of = value_of  # None: the object is in no group
-        self._revision: int | None = None
         self._values: dict[StoreKey, tuple[Mapping[str, Any], Hashable | None]] = {}
         self._groups: dict[Hashable, dict[StoreKey, Mapping[str, Any]]] = {}
 
     def get(self, value: Hashable) -> Mapping[StoreKey, Mapping[str, Any]]:
         """The objects whose value is ``value``, by ``(namespace, name)``; do not change it."""
-        self._refresh()
+        for key, obj in self._cursor.changes(self._values):
+            self._put(key, obj)
         return self._groups.get(value) or {}
-
-    def _refresh(self) -> None:
-        store = self._store()
-        revision = store.revision()
-        if revision == self._revision:
-            return
-        changed = None if self._revision is None else store.changed_since(self._revision)
-        if changed is None:
-            listed = {object_key(obj): obj for obj in store.list()}
-            for key in self._values.keys() - listed.keys():
-                self._put(key, None)
-            for key, obj in listed.items():
-                self._put(key, obj)
-        else:
-            for key in changed:
-                self._put(key, store.get(*key))
-        self._revision = revision
 
     def _put(self, key: StoreKey, obj: Mapping[str, Any] | None) -> None:
         previous = self._values.get(key)

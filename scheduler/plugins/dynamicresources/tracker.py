@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import ObjectStore
-from scheduler.plugins._helpers import meta, object_key
+from scheduler.plugins._helpers import StoreCursor, meta
 from scheduler.plugins.assumecache import AssumeCache, AssumeError, newer
 from scheduler.plugins.dynamicresources.claims import Obj, allocation
 from scheduler.plugins.dynamicresources.state import AllocatedState
@@ -59,10 +59,9 @@ class _InFlight:
 
 class ClaimTracker:
     def __init__(self, store: Callable[[], ObjectStore]) -> None:
-        self._store = store
         self.cache = AssumeCache(store)
         self._in_flight: dict[str, _InFlight] = {}
-        self._seen_revision: int | None = None
+        self._cursor = StoreCursor(store)
         # Each claim counted, as last seen, with the devices it was counted for.
         self._entries: dict[ClaimKey, tuple[Obj, tuple[DeviceID, ...]]] = {}
         self._counts: Counter[DeviceID] = Counter()
@@ -132,21 +131,8 @@ class ClaimTracker:
         return state
 
     def _refresh(self) -> None:
-        store = self._store()
-        revision = store.revision()
-        if revision == self._seen_revision:
-            return
-        changed = None if self._seen_revision is None else store.changed_since(self._seen_revision)
-        if changed is None:
-            listed = {object_key(claim): claim for claim in store.list()}
-            for gone in self._entries.keys() - listed.keys():
-                self._count(gone, None)
-            for claim_key, claim in listed.items():
-                self._count(claim_key, claim)
-        else:
-            for claim_key in changed:
-                self._count(claim_key, store.get(*claim_key))
-        self._seen_revision = revision
+        for claim_key, claim in self._cursor.changes(self._entries):
+            self._count(claim_key, claim)
 
     def _count(self, claim_key: ClaimKey, claim: Obj | None) -> None:
         """Make the counts hold ``claim`` (None: deleted) where they held its last version."""
