@@ -231,3 +231,33 @@ def test_timing_is_validated(client: KubeClient) -> None:
         make(client, "a", lease_duration=1.0, renew_deadline=1.0)
     with pytest.raises(ValueError, match="renewDeadline"):
         make(client, "a", renew_deadline=0.3, retry_period=0.3)
+
+
+@pytest.mark.parametrize(
+    "nanos",
+    [
+        0,
+        1_700_000_000_000_000_000,
+        1_700_000_000_999_999_999,  # the last microsecond of a second
+        1_700_000_001_000_000_000,  # and the next second's first
+        4_102_444_799_123_456_789,  # 2099-12-31T23:59:59
+    ],
+)
+def test_micro_time_formats_the_clock_as_kube_microtime(
+    monkeypatch: pytest.MonkeyPatch, nanos: int
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+    monkeypatch.setattr(time, "time_ns", lambda: nanos)
+    assert micro_time() == expected
+    assert MICRO.match(expected)
+
+
+def test_micro_time_of_a_given_moment_is_in_utc() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    moment = datetime(2026, 3, 1, 1, 30, 0, 42, tzinfo=timezone(timedelta(hours=2)))
+    assert micro_time(moment) == "2026-02-28T23:30:00.000042Z"
