@@ -58,17 +58,20 @@ def micro_time(now: datetime | None = None) -> str:
 
     Every scheduling event is stamped with one, so the current time formats
     its whole seconds once per second (strftime per event was 0.9% of the
-    scheduling thread at 15,000 nodes).
+    scheduling thread in py-spy, real apiserver, 15,000 nodes).
     """
     if now is not None:
-        return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return now.astimezone(UTC).strftime(f"{_SECONDS}.%fZ")
     second, micro = divmod(time.time_ns() // 1000, 1_000_000)
     return f"{_utc_second(second)}.{micro:06d}Z"
 
 
+_SECONDS = "%Y-%m-%dT%H:%M:%S"
+
+
 @functools.lru_cache(maxsize=2)
 def _utc_second(second: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    return time.strftime(_SECONDS, time.gmtime(second))
 
 
 class LeaderElector:

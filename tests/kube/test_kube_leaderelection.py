@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -246,8 +247,6 @@ def test_timing_is_validated(client: KubeClient) -> None:
 def test_micro_time_formats_the_clock_as_kube_microtime(
     monkeypatch: pytest.MonkeyPatch, nanos: int
 ) -> None:
-    from datetime import UTC, datetime, timedelta
-
     expected = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)).strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
@@ -257,7 +256,5 @@ def test_micro_time_formats_the_clock_as_kube_microtime(
 
 
 def test_micro_time_of_a_given_moment_is_in_utc() -> None:
-    from datetime import datetime, timedelta, timezone
-
     moment = datetime(2026, 3, 1, 1, 30, 0, 42, tzinfo=timezone(timedelta(hours=2)))
     assert micro_time(moment) == "2026-02-28T23:30:00.000042Z"
