@@ -84,6 +84,7 @@ def test_tiny_workload_report_shape(tmp_path: Path, capsys: pytest.CaptureFixtur
         # 30 pods: both cost CPU, and the report says how much.
         assert outcome["server_cpu_seconds_measured"] > 0
         assert outcome["harness_cpu_seconds_measured"] > 0
+        assert outcome["extender_cpu_seconds_measured"] is None  # no extender here
     text = report.render(data)
     assert "SchedulingBasic" in text and "throughput avg" in text
     assert "API server CPU s, measured phase" in text
@@ -242,6 +243,41 @@ def test_tiny_volume_workload_runs_on_ours(tmp_path: Path) -> None:
     outcome = result["schedulers"]["ours"]
     assert "error" not in outcome, outcome
     assert (outcome["expected"], outcome["scheduled"], outcome["incomplete"]) == (20, 20, False)
+
+
+def test_tiny_extender_run_reports_the_extenders_cpu(tmp_path: Path) -> None:
+    """``--extender`` end to end on ours: every pod goes through the toy extender,
+    whose CPU over the measured phase is reported beside the server's, and the
+    verdict is issue #21's target."""
+    out = tmp_path / "report.json"
+    code = cli_main(
+        [
+            "bench",
+            "perf",
+            *("--workload", "SchedulingBasic", "--extender"),
+            *("--nodes", "20", "--init-pods", "10", "--pods", "30"),
+            *("--schedulers", "ours", "--timeout", "60", "--output", "json"),
+            *("--json-file", str(out), "--workdir", str(tmp_path / "work")),
+        ]
+    )
+    data = json.loads(out.read_text())
+    assert code == 0, data
+    assert data["extender"] is True
+    [result] = data["results"]
+    outcome = result["schedulers"]["ours"]
+    assert "error" not in outcome, outcome
+    assert (outcome["expected"], outcome["scheduled"], outcome["incomplete"]) == (30, 30, False)
+    # 30 filter calls decoded, answered and encoded by the extender's process.
+    assert outcome["extender_cpu_seconds_measured"] > 0
+    assert "extender CPU s, measured phase" in report.render(data)
+    kube = {"throughput": {"avg": 100.0}}
+    paired = dict(result, schedulers={"ours": {"throughput": {"avg": 140.0}}, "kube": kube})
+    assert report.target_verdicts(paired, extender=True) == [
+        "SchedulingBasic: throughput ours/kube 1.40 (target >= 1.5): MISSED"
+    ]
+    assert report.target_verdicts(paired) == [
+        "SchedulingBasic: throughput ours/kube 1.40 (target >= 1.0): met"
+    ]
 
 
 # -- the DRA workloads -------------------------------------------------------------------

@@ -519,8 +519,16 @@ def scheduler_config(
     return config
 
 
+@dataclasses.dataclass(frozen=True)
+class NoopExtender:
+    """Where the schedulers call the toy extender, and its process (for its CPU)."""
+
+    url: str
+    pid: int
+
+
 @contextlib.contextmanager
-def noop_extender(workdir: Path) -> Iterator[str]:
+def noop_extender(workdir: Path) -> Iterator[NoopExtender]:
     """The test kit's toy extender, passing every node, in a process of its own."""
     port = _free_port()
     log_path = workdir / "extender.log"
@@ -536,7 +544,7 @@ def noop_extender(workdir: Path) -> Iterator[str]:
         asyncio.run(
             _wait_ready(f"{url}/healthz", lambda: popen.poll() is None, 60, "the no-op extender")
         )
-        yield url
+        yield NoopExtender(url, popen.pid)
     finally:
         popen.terminate()
         try:
@@ -777,9 +785,17 @@ async def _wait_scheduled(
 
 
 async def drive(
-    server: ApiServer, workload: Workload, proc: SchedulerProcess, options: Options
+    server: ApiServer,
+    workload: Workload,
+    proc: SchedulerProcess,
+    options: Options,
+    extender_pid: int | None = None,
 ) -> dict[str, Any]:
-    """Create the phases' pods in order and observe the measured one."""
+    """Create the phases' pods in order and observe the measured one.
+
+    ``extender_pid``: the no-op extender's process, whose CPU over the measured
+    phase is reported beside the server's (it shares the machine too).
+    """
     api = Api(server, options.concurrency)
     tracker = PodTracker(api)
     result: dict[str, Any] = {"ready_seconds": proc.ready_seconds}
@@ -810,6 +826,7 @@ async def drive(
             metrics_before = await scrape(proc.metrics_url)
             before = proc_sample(proc.pid)
             server_before = server_cpu_seconds(server)
+            extender_before = proc_sample(extender_pid) if extender_pid else None
             harness_before = time.process_time()
             start = time.perf_counter()
             timed_out = False
@@ -837,6 +854,7 @@ async def drive(
             end = time.perf_counter()
             after = proc_sample(proc.pid)
             server_after = server_cpu_seconds(server)
+            extender_after = proc_sample(extender_pid) if extender_pid else None
             harness_cpu = time.process_time() - harness_before
             metrics_after = await scrape(proc.metrics_url)
             if phase.expected < phase.count and not timed_out:
@@ -906,6 +924,12 @@ async def drive(
                         else None
                     ),
                     "harness_cpu_seconds_measured": harness_cpu,
+                    # None without an extender, or when its process could not be read.
+                    "extender_cpu_seconds_measured": (
+                        extender_after.cpu_seconds - extender_before.cpu_seconds
+                        if extender_after is not None and extender_before is not None
+                        else None
+                    ),
                 }
             )
     finally:
@@ -994,7 +1018,8 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
         if setup_seconds >= INTERVAL:
             say(f"cluster ready in {setup_seconds:.0f} s; starting {kind} and waiting for its sync")
         extender = noop_extender(workdir) if options.extender else contextlib.nullcontext(None)
-        with extender as url:
+        with extender as noop:
+            url = noop.url if noop is not None else None
             launcher = (
                 run_ours(
                     server,
@@ -1008,7 +1033,9 @@ def run_one(workload: Workload, kind: str, options: Options, workdir: Path) -> d
                 if kind == "ours"
                 else run_kube(server, workdir, options.qps, workload, url)
             )
-            result = _measure(workload, options, server, launcher)
+            result = _measure(
+                workload, options, server, launcher, noop.pid if noop is not None else None
+            )
             result["setup_seconds"] = setup_seconds
     if profile_path is not None:
         result["profile"] = write_profile_summary(profile_path)
@@ -1020,6 +1047,7 @@ def _measure(
     options: Options,
     server: ApiServer,
     launcher: contextlib.AbstractContextManager[SchedulerProcess],
+    extender_pid: int | None = None,
 ) -> dict[str, Any]:
     """Start the scheduler and run the workload against it."""
     with launcher as proc:
@@ -1028,7 +1056,7 @@ def _measure(
         if workload.memory_only:
             result = asyncio.run(measure_memory(proc))
         else:
-            result = asyncio.run(drive(server, workload, proc, options))
+            result = asyncio.run(drive(server, workload, proc, options, extender_pid))
         result["log"] = str(proc.log_path) if proc.log_path else None
     return result
 
