@@ -10,7 +10,6 @@ business: ``python -m scheduler.tools.schedulerplugins build``).
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from scheduler.cli.main import main as cli_main
 from scheduler.tools import controlplane, schedulerplugins
 from scheduler.tools.bench.perf import batch, report, runner, workloads
+from tests.bench.perfrun import run_perf
 
 # -- workload definitions ------------------------------------------------------------------
 
@@ -256,18 +256,11 @@ def test_built_peer_is_kube_scheduler_of_the_pin() -> None:
 
 
 def _run_tiny(tmp_path: Path, workload: str, schedulers: str, pods: int) -> dict[str, Any]:
-    out = tmp_path / "report.json"
-    code = cli_main(
-        [
-            "bench",
-            "perf",
-            *("--workload", workload, "--nodes", "20", "--init-pods", "10"),
-            *("--pods", str(pods), "--schedulers", schedulers, "--timeout", "60"),
-            *("--output", "json", "--json-file", str(out), "--workdir", str(tmp_path / "w")),
-        ]
+    data = run_perf(
+        tmp_path,
+        *("--workload", workload, "--nodes", "20", "--init-pods", "10", "--pods", str(pods)),
+        schedulers=schedulers,
     )
-    data = json.loads(out.read_text())
-    assert code == 0, data
     [result] = data["results"]
     assert sorted(result["schedulers"]) == sorted(schedulers.split(","))
     return dict(result)

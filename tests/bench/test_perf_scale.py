@@ -8,15 +8,14 @@ end, never how fast.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler.cli.main import main as cli_main
 from scheduler.tools.bench.perf import progress, report, runner, workloads
 from scheduler.tools.bench.perf.workloads import Workload
+from tests.bench.perfrun import run_perf
 
 LARGE = ("15k", "65k")
 LARGE_WORKLOADS = {
@@ -154,25 +153,8 @@ def test_targets_follow_the_cluster_size() -> None:
     ]
 
 
-def _run(tmp_path: Path, *args: str) -> dict[str, Any]:
-    out = tmp_path / "report.json"
-    code = cli_main(
-        [
-            "bench",
-            "perf",
-            *args,
-            *("--schedulers", "ours", "--timeout", "60", "--output", "json"),
-            *("--json-file", str(out), "--workdir", str(tmp_path / "work")),
-        ]
-    )
-    data = json.loads(out.read_text())
-    assert code == 0, data
-    assert isinstance(data, dict)
-    return data
-
-
 def test_tiny_hetero_basic_at_the_15k_scale_runs_on_ours(tmp_path: Path) -> None:
-    data = _run(
+    data = run_perf(
         tmp_path,
         *("--scale", "15k", "--workload", "HeteroBasic"),
         *("--nodes", "20", "--init-pods", "10", "--pods", "40"),
@@ -188,7 +170,7 @@ def test_tiny_hetero_basic_at_the_15k_scale_runs_on_ours(tmp_path: Path) -> None
 
 
 def test_tiny_memory_workload_at_the_65k_scale_reports_rss(tmp_path: Path) -> None:
-    data = _run(
+    data = run_perf(
         tmp_path, *("--scale", "65k", "--workload", "Memory", "--nodes", "10", "--init-pods", "300")
     )
     [result] = data["results"]
