@@ -304,12 +304,14 @@ def has_labels(obj: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return all(own.get(key) == value for key, value in labels.items())
 
 
-def parse_label_selector_string(selector: str, path: str = "selector") -> LabelSelector:
+def parse_label_selector_string(selector: str, path: str = "") -> LabelSelector:
     """Parse the query-string syntax, e.g. ``"a=b,c!=d,e in (x,y),!f,g,h>3"``.
 
-    Same grammar and validation as apimachinery's ``labels.Parse``: ``=``, ``==``,
-    ``!=``, ``in``, ``notin``, ``!key``, bare ``key``, ``>`` and ``<``; an empty
-    string matches everything. Requirements come back sorted by key, as there.
+    Same grammar, validation and error texts as apimachinery's ``labels.Parse``
+    (the emulator answers a bad ``labelSelector`` with them, as kube-apiserver
+    does): ``=``, ``==``, ``!=``, ``in``, ``notin``, ``!key``, bare ``key``, ``>``
+    and ``<``; an empty string matches everything. Requirements come back sorted
+    by key, as there. ``path`` is the parser's field path (none for a query string).
     """
     return LabelSelector(tuple(sorted(_Parser(selector, path).parse(), key=lambda r: r.key)))
 
@@ -325,31 +327,76 @@ def _field_matches(requirement: Requirement, fields: Mapping[str, str]) -> bool:
     return value != requirement.values[0]
 
 
+def _go_strings(values: Sequence[str]) -> str:
+    """A string slice as Go's ``%#v`` prints it (how ``field.Invalid`` shows a value set)."""
+    if not values:
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
+
+
+def _invalid(path: str, shown: str, detail: str) -> str:
+    """One ``field.Invalid`` error's text; Go prints a nil path as ``<nil>``."""
+    return f"{path or '<nil>'}: Invalid value: {shown}: {detail}"
+
+
+def _aggregate(problems: list[str]) -> str:
+    """``field.ErrorList.ToAggregate().Error()``: duplicates once, brackets for several."""
+    unique = list(dict.fromkeys(problems))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
 def _requirement(key: str, op: Operator, values: Sequence[str], path: str) -> Requirement:
-    """Build a requirement, validating it as ``labels.NewRequirement`` does."""
+    """Build a requirement, validating it as ``labels.NewRequirement`` does, in its words.
+
+    ``path`` locates the requirement in our error (kube's ``NewRequirement`` gets no
+    path from its callers, so its own texts start at ``key`` and ``values``).
+    """
     problems: list[str] = []
     key_errors = qualified_name_errors(key)
     if key_errors:
-        problems.append(f"key {go_quote(key)}: " + "; ".join(key_errors))
+        problems.append(_invalid("key", go_quote(key), "; ".join(key_errors)))
     if op in ("In", "NotIn") and not values:
-        problems.append("for 'in', 'notin' operators, values set can't be empty")
+        problems.append(
+            _invalid(
+                "values",
+                _go_strings(values),
+                "for 'in', 'notin' operators, values set can't be empty",
+            )
+        )
     elif op in ("Exists", "DoesNotExist") and values:
-        problems.append("values set must be empty for exists and does not exist")
+        problems.append(
+            _invalid(
+                "values",
+                _go_strings(values),
+                "values set must be empty for exists and does not exist",
+            )
+        )
     elif op in ("Gt", "Lt"):
         if len(values) != 1:
-            problems.append("for 'Gt', 'Lt' operators, exactly one value is required")
-        for value in values:
+            problems.append(
+                _invalid(
+                    "values",
+                    _go_strings(values),
+                    "for 'Gt', 'Lt' operators, exactly one value is required",
+                )
+            )
+        for index, value in enumerate(values):
             if label_int_value(value) is None:
                 problems.append(
-                    f"value {go_quote(value)}: "
-                    "for 'Gt', 'Lt' operators, the value must be an integer"
+                    _invalid(
+                        f"values[{index}]",
+                        go_quote(value),
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    )
                 )
-    for value in values:
+    for index, value in enumerate(values):
         value_errors = label_value_errors(value)
         if value_errors:
-            problems.append(f"value {go_quote(value)}: " + "; ".join(value_errors))
+            problems.append(
+                _invalid(f"values[{index}][{key}]", go_quote(value), "; ".join(value_errors))
+            )
     if problems:
-        raise SelectorError(path, "; ".join(problems))
+        raise SelectorError(path, _aggregate(problems))
     return Requirement(key, op, tuple(values))
 
 
@@ -456,7 +503,7 @@ class _Parser:
                 return requirements
             if kind not in (_IDENT, "!"):
                 raise SelectorError(
-                    self.path, f"found {literal!r}, expected: !, identifier, or 'end of string'"
+                    self.path, f"found '{literal}', expected: !, identifier, or 'end of string'"
                 )
             requirements.append(self.requirement())
             kind, literal = self.take()
@@ -464,11 +511,11 @@ class _Parser:
                 return requirements
             if kind != ",":
                 raise SelectorError(
-                    self.path, f"found {literal!r}, expected: ',' or 'end of string'"
+                    self.path, f"found '{literal}', expected: ',' or 'end of string'"
                 )
             kind, literal = self.peek()
             if kind not in (_IDENT, "!"):
-                raise SelectorError(self.path, f"found {literal!r}, expected: identifier after ','")
+                raise SelectorError(self.path, f"found '{literal}', expected: identifier after ','")
 
     def requirement(self) -> Requirement:
         negated = False
@@ -477,11 +524,12 @@ class _Parser:
             negated = True
             kind, literal = self.take()
         if kind != _IDENT:
-            raise self.fail(f"found {literal!r}, expected: identifier")
+            raise self.fail(f"found '{literal}', expected: identifier")
         key = literal
         key_errors = qualified_name_errors(key)
         if key_errors:
-            raise self.fail(f"key {go_quote(key)}: " + "; ".join(key_errors))
+            # The parser checks the key itself, on its own path (none for a query string).
+            raise self.fail(_invalid(self.path, go_quote(key), "; ".join(key_errors)))
         if negated:
             # "!key" ends the requirement; anything but "," or the end after it is
             # reported by the caller.
@@ -512,7 +560,7 @@ class _Parser:
             "<": "Lt",
         }
         if kind not in operators:
-            raise self.fail(f"found {literal!r}, expected: in, notin, =, ==, !=, gt, lt")
+            raise self.fail(f"found '{literal}', expected: in, notin, =, ==, !=, gt, lt")
         return operators[kind], kind in _KEYWORDS
 
     def exact_value(self) -> str:
@@ -522,22 +570,22 @@ class _Parser:
         kind, literal = self.take()
         if kind == _IDENT:
             return literal
-        raise self.fail(f"found {literal!r}, expected: identifier")
+        raise self.fail(f"found '{literal}', expected: identifier")
 
     def value_set(self) -> list[str]:
         kind, literal = self.take()
         if kind != "(":
-            raise self.fail(f"found {literal!r} expected: '('")
+            raise self.fail(f"found '{literal}' expected: '('")
         kind, literal = self.peek()
         if kind == ")":
             self.take()
             return [""]
         if kind not in (_IDENT, ","):
-            raise self.fail(f"found {literal!r}, expected: ',', ')' or identifier")
+            raise self.fail(f"found '{literal}', expected: ',', ')' or identifier")
         values = self.identifiers()
         closing, _ = self.take()
         if closing != ")":
-            raise self.fail(f"found {literal!r}, expected: ')'")
+            raise self.fail(f"found '{literal}', expected: ')'")
         return values
 
     def identifiers(self) -> list[str]:
@@ -551,7 +599,7 @@ class _Parser:
                     continue
                 if next_kind == ")":
                     return values
-                raise self.fail(f"found {next_literal!r}, expected: ',' or ')'")
+                raise self.fail(f"found '{next_literal}', expected: ',' or ')'")
             if kind == ",":
                 # Empty entries: "(,", ",," and ",)" each stand for the value "".
                 if not values:
@@ -563,4 +611,4 @@ class _Parser:
                 if next_kind == ",":
                     values.append("")
                 continue
-            raise self.fail(f"found {literal!r}, expected: ',', or identifier")
+            raise self.fail(f"found '{literal}', expected: ',', or identifier")

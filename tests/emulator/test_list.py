@@ -95,6 +95,45 @@ async def test_bad_label_selector_texts(
     assert answer["message"] == "unable to parse requirement: " + message
 
 
+@pytest.mark.parametrize(
+    ("selector", "message"),
+    [
+        ("x=a b", "found 'b', expected: ',' or 'end of string'"),
+        (",x=a", "found ',', expected: !, identifier, or 'end of string'"),
+        ("x=a,,y=b", "found ',', expected: identifier after ','"),
+        ("!x=a", "found '=', expected: ',' or 'end of string'"),
+        ("x in (a", "unable to parse requirement: found '', expected: ',' or ')'"),
+        ("x in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+        ("x notin", "unable to parse requirement: found '' expected: '('"),
+        ("x=(a)", "unable to parse requirement: found '(', expected: identifier"),
+        ("x!", "unable to parse requirement: found '!', expected: in, notin, =, ==, !=, gt, lt"),
+        (
+            "x>a",
+            'unable to parse requirement: values[0]: Invalid value: "a": '
+            "for 'Gt', 'Lt' operators, the value must be an integer",
+        ),
+    ],
+)
+async def test_bad_label_selector_grammar(
+    api_client: client.ApiClient, namespace: str, selector: str, message: str
+) -> None:
+    """Where the text is not a selector, the 400 says which token came instead of what."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    status, answer, _ = await raw(api_client, "GET", path, params={"labelSelector": selector})
+    assert status == 400, answer
+    assert answer["message"] == message
+
+
+async def test_empty_entries_of_a_set_are_the_empty_value(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    await core.create_namespaced_pod(namespace, pod("blank", labels={"k": ""}))
+    await core.create_namespaced_pod(namespace, pod("a", labels={"k": "a"}))
+    await core.create_namespaced_pod(namespace, pod("c", labels={"k": "c"}))
+    assert await _names(core, namespace, label_selector="k in (a,,b)") == ["a", "blank"]
+
+
 async def test_empty_set_is_the_empty_value(api_client: client.ApiClient, namespace: str) -> None:
     core = client.CoreV1Api(api_client)
     await core.create_namespaced_pod(namespace, pod("blank", labels={"k": ""}))

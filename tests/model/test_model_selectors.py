@@ -393,3 +393,21 @@ def test_property_string_and_dict_forms_agree(
     assert parsed.matches(labels) == from_dict.matches(labels)
     negated = parse_label_selector_string(f"{key} notin ({','.join(values)})")
     assert negated.matches(labels) == (key not in labels or labels[key] not in values)
+
+
+def test_requirement_errors_in_kubes_words() -> None:
+    """Our path, then ``labels.NewRequirement``'s own field errors, aggregated as kube does."""
+    with pytest.raises(SelectorError) as err:
+        LabelSelector.from_dict({"matchExpressions": [{"key": "k", "operator": "In"}]})
+    assert str(err.value) == (
+        "labelSelector.matchExpressions[0]: values: Invalid value: []string(nil): "
+        "for 'in', 'notin' operators, values set can't be empty"
+    )
+    with pytest.raises(SelectorError) as err:
+        LabelSelector.from_dict(
+            {"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["a", "b"]}]}
+        )
+    assert str(err.value) == (
+        "labelSelector.matchExpressions[0]: values: Invalid value: "
+        '[]string{"a", "b"}: values set must be empty for exists and does not exist'
+    )
