@@ -65,6 +65,14 @@ NAME_PART_RULE = (
 )
 
 
+async def _refusal(api_client: client.ApiClient, namespace: str, selector: str) -> str:
+    """The message of the 400 a pod list with ``selector`` gets."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    status, answer, _ = await raw(api_client, "GET", path, params={"labelSelector": selector})
+    assert status == 400, answer
+    return str(answer["message"])
+
+
 @pytest.mark.parametrize(
     ("selector", "message"),
     [
@@ -89,10 +97,9 @@ async def test_bad_label_selector_texts(
     api_client: client.ApiClient, namespace: str, selector: str, message: str
 ) -> None:
     """The apiserver's 400 names the bad key or value with the label rules' own texts."""
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    status, answer, _ = await raw(api_client, "GET", path, params={"labelSelector": selector})
-    assert status == 400, answer
-    assert answer["message"] == "unable to parse requirement: " + message
+    assert await _refusal(api_client, namespace, selector) == (
+        "unable to parse requirement: " + message
+    )
 
 
 @pytest.mark.parametrize(
@@ -118,10 +125,7 @@ async def test_bad_label_selector_grammar(
     api_client: client.ApiClient, namespace: str, selector: str, message: str
 ) -> None:
     """Where the text is not a selector, the 400 says which token came instead of what."""
-    path = f"/api/v1/namespaces/{namespace}/pods"
-    status, answer, _ = await raw(api_client, "GET", path, params={"labelSelector": selector})
-    assert status == 400, answer
-    assert answer["message"] == message
+    assert await _refusal(api_client, namespace, selector) == message
 
 
 async def test_empty_entries_of_a_set_are_the_empty_value(
