@@ -355,40 +355,25 @@ def _requirement(key: str, op: Operator, values: Sequence[str], path: str) -> Re
     key_errors = qualified_name_errors(key)
     if key_errors:
         problems.append(_invalid("key", go_quote(key), "; ".join(key_errors)))
+    set_problem = ""
     if op in ("In", "NotIn") and not values:
-        problems.append(
-            _invalid(
-                "values",
-                _go_strings(values),
-                "for 'in', 'notin' operators, values set can't be empty",
-            )
-        )
+        set_problem = "for 'in', 'notin' operators, values set can't be empty"
     elif op in ("Exists", "DoesNotExist") and values:
-        problems.append(
+        set_problem = "values set must be empty for exists and does not exist"
+    elif op in ("Gt", "Lt") and len(values) != 1:
+        set_problem = "for 'Gt', 'Lt' operators, exactly one value is required"
+    if set_problem:
+        problems.append(_invalid("values", _go_strings(values), set_problem))
+    if op in ("Gt", "Lt"):
+        problems += [
             _invalid(
-                "values",
-                _go_strings(values),
-                "values set must be empty for exists and does not exist",
+                f"values[{index}]",
+                go_quote(value),
+                "for 'Gt', 'Lt' operators, the value must be an integer",
             )
-        )
-    elif op in ("Gt", "Lt"):
-        if len(values) != 1:
-            problems.append(
-                _invalid(
-                    "values",
-                    _go_strings(values),
-                    "for 'Gt', 'Lt' operators, exactly one value is required",
-                )
-            )
-        for index, value in enumerate(values):
-            if label_int_value(value) is None:
-                problems.append(
-                    _invalid(
-                        f"values[{index}]",
-                        go_quote(value),
-                        "for 'Gt', 'Lt' operators, the value must be an integer",
-                    )
-                )
+            for index, value in enumerate(values)
+            if label_int_value(value) is None
+        ]
     for index, value in enumerate(values):
         value_errors = label_value_errors(value)
         if value_errors:
