@@ -16,6 +16,7 @@ nothing is lost and nothing is bound twice.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -32,7 +33,7 @@ from scheduler.engine.io import ClusterIO
 from scheduler.engine.queue import SchedulingQueue
 from scheduler.engine.recording import DecisionRecorder
 from scheduler.engine.shadow import Shadows
-from scheduler.framework.cycle import Algorithm, ScheduleResult
+from scheduler.framework.cycle import Algorithm, SamplingStart, ScheduleResult
 from scheduler.framework.eager import start_eagerly
 from scheduler.framework.extenders import schedule_with_extenders
 from scheduler.framework.profile import Profile
@@ -109,6 +110,8 @@ class Scheduler:
         self.shadows = Shadows(metrics)
         #: Writes every decision's inputs when set (``run --record``).
         self.recorder: DecisionRecorder | None = None
+        #: kube's ``nextStartNodeIndex``: one for all profiles, kept across reloads.
+        self._sampling_start = SamplingStart()
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
@@ -239,7 +242,13 @@ class Scheduler:
         """
         self.profiles = self.shadows.configure(profiles, seed=self._seed, nominator=self.queue)
         self.algorithms = {
-            name: Algorithm(p.framework, seed=self._seed, nominator=self.queue, batching=True)
+            name: Algorithm(
+                p.framework,
+                seed=self._seed,
+                nominator=self.queue,
+                batching=True,
+                start=self._sampling_start,
+            )
             for name, p in self.profiles.items()
         }
         for name, profile in self.profiles.items():
@@ -251,10 +260,16 @@ class Scheduler:
                 profile.framework.extenders.prefetch.lookahead = self._lookahead(name)
 
     def _lookahead(self, scheduler_name: str) -> Callable[[int], list[PodInfo]]:
-        """The next pods of one profile in the queue (see ``ExtenderPrefetch``)."""
+        """The next pods in the queue while they are of one profile (see
+        ``ExtenderPrefetch``): another profile's cycle moves the shared sampling
+        start by what it evaluates, so the start of the pods after it is not known."""
 
         def upcoming(n: int) -> list[PodInfo]:
-            return [p for p in self.queue.peek(n) if p.scheduler_name == scheduler_name]
+            return list(
+                itertools.takewhile(
+                    lambda p: p.scheduler_name == scheduler_name, self.queue.peek(n)
+                )
+            )
 
         return upcoming
 

@@ -134,8 +134,23 @@ def _next_window(want: int, found: int, evaluated: int, left: int) -> int:
     return min(left, needed + needed // 4 + 32)
 
 
+class SamplingStart:
+    """Where the next cycle's node sample starts (kube's ``nextStartNodeIndex``).
+
+    kube-scheduler keeps one for the whole scheduler, not one per profile: a
+    cycle of any profile moves it, and the next cycle, whatever its profile,
+    samples from there. The scheduling loop hands one to all its profiles'
+    :class:`Algorithm` objects; an Algorithm made alone gets its own.
+    """
+
+    __slots__ = ("index",)
+
+    def __init__(self) -> None:
+        self.index = 0
+
+
 class Algorithm:
-    """Per-profile decision state: the tie-break RNG and the sampling start index."""
+    """Per-profile decision state: the tie-break RNG, and the sampling start it shares."""
 
     def __init__(
         self,
@@ -144,10 +159,11 @@ class Algorithm:
         seed: int | None = None,
         nominator: Nominator | None = None,
         batching: bool = False,
+        start: SamplingStart | None = None,
     ) -> None:
         self.framework = framework
         self.rng = random.Random(seed)
-        self.next_start = 0
+        self._start = start if start is not None else SamplingStart()
         self.nominator = nominator
         #: Reuse of node-local results across identical pods (see :mod:`.batching`).
         self.batch: BatchCache | None = BatchCache(framework) if batching else None
@@ -161,6 +177,14 @@ class Algorithm:
         self._allocates_devices = any(
             call.plugin == "DynamicResources" for call in framework.pre_filter_calls
         )
+
+    @property
+    def next_start(self) -> int:
+        return self._start.index
+
+    @next_start.setter
+    def next_start(self, value: int) -> None:
+        self._start.index = value
 
     def _filter_with_nominated(
         self, state: CycleState, pod: PodInfo, feasible: NodeSet, diagnosis: Diagnosis

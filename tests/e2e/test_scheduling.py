@@ -186,3 +186,26 @@ async def test_the_next_pod_waits_for_a_free_binding_slot(
     gates["b"].set()
     await cluster.wait_bound(["b"])
     await cluster.assert_bound_exactly_once(["a", "b", *names])
+
+
+async def test_profiles_share_the_sampling_start(
+    cluster: Cluster, start_daemon: StartDaemon
+) -> None:
+    """kube keeps one ``nextStartNodeIndex`` for the scheduler: a cycle of one profile
+    moves it for the next cycle of any other, so profiles sample on from each other."""
+    for i in range(120):
+        await cluster.create_node(f"n{i:03d}")
+    other = f"{cluster.scheduler_name}-b"
+    config = scheduler_config(
+        [{"schedulerName": cluster.scheduler_name}, {"schedulerName": other}],
+        percentageOfNodesToScore=10,  # 120 nodes: kube's floor of 100 per cycle
+    )
+    running = await start_daemon(config)
+    algorithms = running.daemon.scheduler.algorithms
+    await cluster.create_pod("a")
+    await cluster.wait_bound(["a"])
+    assert [algorithms[name].next_start for name in (cluster.scheduler_name, other)] == [100, 100]
+    await cluster.create_pod("b", scheduler=other)
+    await cluster.wait_bound(["b"])
+    assert [algorithms[name].next_start for name in (cluster.scheduler_name, other)] == [80, 80]
+    await cluster.assert_bound_exactly_once(["a", "b"])
