@@ -393,10 +393,11 @@ class SchedulerExtensions(_ConfigModel):
         default=64,
         gt=0,
         le=INT32_MAX,
-        description="Most binding cycles (Permit wait, PreBind, Bind, PostBind) in flight "
-        "at once. While that many are binding (Permit waits not counted), the next pod "
-        "is taken from the queue only once one ends, so decisions do not run ahead of "
-        "what the API server can bind.",
+        description="Most Binds (the Binding POST, or a binding extender's call) in flight "
+        "at once. While that many binding cycles are binding or waiting to bind (those "
+        "waiting at Permit or running PreBind, which may wait minutes for volumes, not "
+        "counted), the next pod is taken from the queue only once one ends, so decisions "
+        "do not run ahead of what the API server can bind.",
     )
     timeouts: HookTimeouts = Field(
         default_factory=HookTimeouts,

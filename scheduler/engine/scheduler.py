@@ -3,12 +3,13 @@ async binding cycle per pod (kube-scheduler's ``scheduleOne``).
 
 The scheduling cycle is synchronous and vectorized; it never awaits, so the
 NodeTable cannot change under it. The binding cycle runs as a task per pod
-(bounded by ``binding_concurrency``) so slow API calls or Permit waits never
-hold up the next decision. When every slot is busy binding, the loop waits
-for one before taking the next pod: a decision that could not be sent
-would only age (pods assumed seconds ahead of their binding, on a table
-that has moved on) while an API server slower than our decisions bound the
-pods before it. Every failure path rolls back what the cycle did
+so slow API calls, Permit waits or a PreBind waiting for volumes never hold
+up the next decision. At most ``binding_concurrency`` Binds are in flight.
+When that many cycles are binding or waiting to bind (Permit and PreBind
+not counted), the loop waits for one to end before taking the next pod: a
+decision that could not be sent would only age (pods assumed seconds ahead
+of their binding, on a table that has moved on) while an API server slower
+than our decisions bound the pods before it. Every failure path rolls back what the cycle did
 (Unreserve, forget the assumed pod) and hands the pod back to the queue:
 nothing is lost and nothing is bound twice.
 """
@@ -115,8 +116,11 @@ class Scheduler:
         self.use_profiles(profiles)
         self.io = io
         self.waiting_pods = waiting_pods
+        #: Binds (the POST, or a binding extender's call) in flight at once.
         self._binding_slots = asyncio.Semaphore(binding_concurrency)
         self._binding_limit = binding_concurrency
+        #: Binding cycles in PreBind now (not counted against the limit).
+        self._pre_binding = 0
         #: Binding cycles in flight, with the profile (and so the plugin
         #: instances) each runs under: a reload waits for those it replaces.
         self._binding_tasks: dict[asyncio.Future[None], Profile] = {}
@@ -158,9 +162,17 @@ class Scheduler:
 
         Cycles waiting at Permit are not counted: they wait for pods still to
         be decided (a gang's other members), which must not wait for them.
+        Cycles in PreBind are not counted either: a PreBind may wait minutes
+        for others (VolumeBinding for the PV controller and the provisioner,
+        up to its ``bindTimeoutSeconds``), and kube-scheduler goes on deciding
+        meanwhile; what the limit holds back is decisions whose Binding would
+        only queue behind the ones in flight.
         """
         tasks = self._binding_tasks
-        while not self._stopping and len(tasks) - len(self.waiting_pods) >= self._binding_limit:
+        while (
+            not self._stopping
+            and len(tasks) - len(self.waiting_pods) - self._pre_binding >= self._binding_limit
+        ):
             await asyncio.wait(list(tasks), return_when=asyncio.FIRST_COMPLETED)
 
     async def _between_decisions(self) -> None:
@@ -519,72 +531,74 @@ class Scheduler:
     ) -> None:
         pod = info.pod
         framework = profile.framework
-        async with self._binding_slots:
-            try:
-                entry = self.waiting_pods.get(pod.uid or pod.key)
-                if entry is not None:
-                    wait_start = time.perf_counter()
-                    status = await entry.wait()
-                    self.waiting_pods.remove(pod.uid or pod.key)
-                    if self.metrics is not None:
-                        self.metrics.observe_permit_wait(
-                            status.code, time.perf_counter() - wait_start
-                        )
-                    if not status.is_success():
-                        self._binding_failed(profile, state, info, node, status, start)
-                        return
-                if not self.may_bind():
-                    self._not_leading(profile, state, info, node)
-                    return
-                status = await framework.run_pre_bind(state, pod, node)
-                if status.is_success():
-                    status = self._still_bindable(pod, node)
-                if status.is_success():
-                    # Right before the POST: PreBind (and a Permit wait) may
-                    # have taken long enough for the lease to be lost.
-                    if not self.may_bind():
-                        self._not_leading(profile, state, info, node)
-                        return
-                    status = await framework.run_bind(state, pod, node)
+        try:
+            entry = self.waiting_pods.get(pod.uid or pod.key)
+            if entry is not None:
+                wait_start = time.perf_counter()
+                status = await entry.wait()
+                self.waiting_pods.remove(pod.uid or pod.key)
+                if self.metrics is not None:
+                    self.metrics.observe_permit_wait(status.code, time.perf_counter() - wait_start)
                 if not status.is_success():
-                    if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
-                        self._dropped(profile, state, info, node, "pod was placed meanwhile")
-                        return
-                    # A pod placed elsewhere or gone leaves the queue at once:
-                    # retrying would only repeat the 409 until the informer
-                    # catches up (kube's handleSchedulingFailure never requeues
-                    # a pod its informer shows as assigned).
-                    outcome = BindOutcome.from_status(status, node)
-                    if outcome.result is BindResult.FAILED:
-                        self._binding_failed(profile, state, info, node, status, start)
-                        return
-                    if not outcome.bound:
-                        self._dropped(profile, state, info, node, status.message())
-                        return
-                    log.info("binding found the pod already on our node", pod=pod.key, node=node)
-            except asyncio.CancelledError:
-                self._binding_failed(
-                    profile, state, info, node, Status.error_status("binding cancelled"), start
-                )
-                raise
-            self.cache.finish_binding(pod.key)
-            self.queue.drop(info)
-            self.scheduled += 1
-            self.io.record_event(
-                pod,
-                "Normal",
-                "Scheduled",
-                f"Successfully assigned {pod.key} to {node}",
-                "Binding",
+                    self._binding_failed(profile, state, info, node, status, start)
+                    return
+            if not self.may_bind():
+                self._not_leading(profile, state, info, node)
+                return
+            self._pre_binding += 1
+            try:
+                status = await framework.run_pre_bind(state, pod, node)
+            finally:
+                self._pre_binding -= 1
+            if status.is_success():
+                async with self._binding_slots:
+                    status = self._still_bindable(pod, node)
+                    if status.is_success():
+                        # Right before the POST: PreBind (and a Permit wait) may
+                        # have taken long enough for the lease to be lost.
+                        if not self.may_bind():
+                            self._not_leading(profile, state, info, node)
+                            return
+                        status = await framework.run_bind(state, pod, node)
+            if not status.is_success():
+                if status.code is Code.SKIP:  # placed meanwhile: see _still_bindable
+                    self._dropped(profile, state, info, node, "pod was placed meanwhile")
+                    return
+                # A pod placed elsewhere or gone leaves the queue at once:
+                # retrying would only repeat the 409 until the informer
+                # catches up (kube's handleSchedulingFailure never requeues
+                # a pod its informer shows as assigned).
+                outcome = BindOutcome.from_status(status, node)
+                if outcome.result is BindResult.FAILED:
+                    self._binding_failed(profile, state, info, node, status, start)
+                    return
+                if not outcome.bound:
+                    self._dropped(profile, state, info, node, status.message())
+                    return
+                log.info("binding found the pod already on our node", pod=pod.key, node=node)
+        except asyncio.CancelledError:
+            self._binding_failed(
+                profile, state, info, node, Status.error_status("binding cancelled"), start
             )
-            self._observe(profile, "scheduled", start)
-            if self.metrics is not None and info.initial_attempt_timestamp is not None:
-                self.metrics.pod_scheduled(
-                    info.attempts, time.monotonic() - info.initial_attempt_timestamp
-                )
-            log.debug("pod bound", pod=pod.key, node=node, profile=profile.scheduler_name)
-            for failure in await framework.run_post_bind(state, pod, node):
-                log.warning("post-bind failed", pod=pod.key, plugin=failure.plugin)
+            raise
+        self.cache.finish_binding(pod.key)
+        self.queue.drop(info)
+        self.scheduled += 1
+        self.io.record_event(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {pod.key} to {node}",
+            "Binding",
+        )
+        self._observe(profile, "scheduled", start)
+        if self.metrics is not None and info.initial_attempt_timestamp is not None:
+            self.metrics.pod_scheduled(
+                info.attempts, time.monotonic() - info.initial_attempt_timestamp
+            )
+        log.debug("pod bound", pod=pod.key, node=node, profile=profile.scheduler_name)
+        for failure in await framework.run_post_bind(state, pod, node):
+            log.warning("post-bind failed", pod=pod.key, plugin=failure.plugin)
 
     def _still_bindable(self, pod: PodInfo, node: str) -> Status:
         """Re-check, just before Bind, what may have changed during Permit and PreBind.

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from scheduler.api import CycleState, Plugin, hookimpl
 from scheduler.api.results import FilterResult
+from scheduler.api.status import Status
 from scheduler.framework.loader import PluginCatalog
 from scheduler.state.nodetable import NodeSet
 from scheduler.state.pod import PodInfo
@@ -81,6 +82,25 @@ class ControlledPreBind(Plugin):
             await gate.wait()
         if self.before_return is not None:
             await self.before_return(pod)
+
+
+class ControlledBind(Plugin):
+    """A Bind the test holds per pod (``hold[name]``), then skips to the next binder."""
+
+    api_version: ClassVar[str] = "1.0"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        super().__init__(args, handle)
+        self.hold: dict[str, asyncio.Event] = {}
+        self.entered: dict[str, int] = {}
+
+    @hookimpl
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.entered[pod.name] = self.entered.get(pod.name, 0) + 1
+        gate = self.hold.get(pod.name)
+        if gate is not None:
+            await gate.wait()
+        return Status.skip()
 
 
 class StubbornPreBind(Plugin):
@@ -162,6 +182,7 @@ TEST_PLUGINS: dict[str, type] = {
     "PoolFilter": PoolFilter,
     "ExplodingFilter": ExplodingFilter,
     "ControlledPreBind": ControlledPreBind,
+    "ControlledBind": ControlledBind,
     "StubbornPreBind": StubbornPreBind,
     "BrokenScore": BrokenScore,
     "BlockingFilter": BlockingFilter,

@@ -163,17 +163,22 @@ async def test_the_next_pod_waits_for_a_free_binding_slot(
     await cluster.create_node("n1", cpu="8")
     profile = {
         "schedulerName": cluster.scheduler_name,
-        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
+        "plugins": {
+            "bind": {
+                "disabled": [{"name": "*"}],
+                "enabled": [{"name": "ControlledBind"}, {"name": "DefaultBinder"}],
+            }
+        },
     }
     config = scheduler_config([profile], pluggableScheduler={"bindingConcurrency": 2})
     running = await start_daemon(config)
-    prebind = running.plugin(cluster.scheduler_name, "ControlledPreBind")
+    binder = running.plugin(cluster.scheduler_name, "ControlledBind")
     gates = {name: asyncio.Event() for name in ("a", "b")}
-    prebind.hold.update(gates)
+    binder.hold.update(gates)
     scheduler = running.daemon.scheduler
     for name in ("a", "b"):
         await cluster.create_pod(name)
-    await wait_until(lambda: set(prebind.entered) == {"a", "b"}, message="a and b binding")
+    await wait_until(lambda: set(binder.entered) == {"a", "b"}, message="a and b binding")
     names = [f"p{i}" for i in range(3)]
     for name in names:
         await cluster.create_pod(name)
@@ -186,6 +191,38 @@ async def test_the_next_pod_waits_for_a_free_binding_slot(
     gates["b"].set()
     await cluster.wait_bound(["b"])
     await cluster.assert_bound_exactly_once(["a", "b", *names])
+
+
+async def test_a_waiting_prebind_holds_no_binding_slot(
+    cluster: Cluster, start_daemon: StartDaemon
+) -> None:
+    """PreBind may wait minutes for others (volumes being provisioned): as in
+    kube-scheduler, the pods after it are decided and bound meanwhile, however many
+    PreBinds wait."""
+    await cluster.create_node("n1", cpu="8")
+    profile = {
+        "schedulerName": cluster.scheduler_name,
+        "plugins": {"preBind": {"enabled": [{"name": "ControlledPreBind"}]}},
+    }
+    config = scheduler_config([profile], pluggableScheduler={"bindingConcurrency": 2})
+    running = await start_daemon(config)
+    prebind = running.plugin(cluster.scheduler_name, "ControlledPreBind")
+    held = ["a", "b", "c"]
+    gates = {name: asyncio.Event() for name in held}
+    prebind.hold.update(gates)
+    for name in held:
+        await cluster.create_pod(name)
+    await wait_until(lambda: set(prebind.entered) == set(held), message="a, b and c in PreBind")
+    names = [f"p{i}" for i in range(3)]
+    for name in names:
+        await cluster.create_pod(name)
+    await cluster.wait_bound(names)
+    placements = await cluster.placements()
+    assert [placements[n] for n in held] == ["", "", ""], "still in PreBind"
+    for gate in gates.values():
+        gate.set()
+    await cluster.wait_bound(held)
+    await cluster.assert_bound_exactly_once([*held, *names])
 
 
 async def test_profiles_share_the_sampling_start(
